@@ -1,0 +1,160 @@
+"""Hardware vocabulary shared by every problem: memories, PE arrays, DMA, accelerators, platforms."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from dlaopt.workload.operator import Operator
+from dlaopt.workload.tensor import TensorRole
+
+ALL_ROLES = frozenset(TensorRole)
+
+
+class MemoryKind(StrEnum):
+    DRAM = "dram"  # off-chip main memory
+    SCRATCHPAD = "scratchpad"  # software-managed on-chip SRAM shared by the PE array (what pinning manages)
+    BUFFER = "buffer"  # other on-chip buffer level (e.g. a global buffer inside the mapping hierarchy)
+    REGISTER = "register"  # per-PE register file
+
+
+class SpmAccess(StrEnum):
+    """Which operand direction a scratchpad serves while an operator runs.
+
+    ``input``: may hold a tensor at a step unless that step produces it; ``output``: may hold a tensor at a step
+    unless that step reads it; ``any``: no restriction. Idle (pinned) tensors may sit in either.
+    """
+
+    ANY = "any"
+    INPUT = "input"
+    OUTPUT = "output"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory level or scratchpad. ``capacity_bytes`` is ``None`` only for unbounded main memory."""
+
+    name: str
+    kind: MemoryKind
+    capacity_bytes: int | None
+    banks: int = 1
+    bandwidth_bytes_per_cycle: float = math.inf
+    read_energy_pj_per_byte: float = 0.0
+    write_energy_pj_per_byte: float = 0.0
+    holds: frozenset[TensorRole] = ALL_ROLES
+    access: SpmAccess = SpmAccess.ANY
+    instances: int = 1  # replicated copies (e.g. one register file per PE)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", MemoryKind(self.kind))
+        object.__setattr__(self, "access", SpmAccess(self.access))
+        object.__setattr__(self, "holds", frozenset(TensorRole(r) for r in self.holds))
+        if self.capacity_bytes is None and self.kind != MemoryKind.DRAM:
+            raise ValueError(f"memory '{self.name}': only DRAM may have unbounded capacity")
+        if self.capacity_bytes is not None and self.capacity_bytes <= 0:
+            raise ValueError(f"memory '{self.name}': capacity must be positive, got {self.capacity_bytes}")
+        if self.banks <= 0 or self.instances <= 0:
+            raise ValueError(f"memory '{self.name}': banks and instances must be positive")
+        if self.bandwidth_bytes_per_cycle <= 0:
+            raise ValueError(f"memory '{self.name}': bandwidth must be positive")
+        if not self.holds:
+            raise ValueError(f"memory '{self.name}': 'holds' must name at least one tensor role")
+
+
+@dataclass(frozen=True)
+class PEArray:
+    """A spatial array of processing elements. ``axes`` are (name, size) pairs, e.g. (("rows", 16), ("cols", 16))."""
+
+    axes: tuple[tuple[str, int], ...]
+    macs_per_pe_per_cycle: int = 1
+    vector_lanes: int | None = None  # element operations per cycle for non-MAC operators (default: number of PEs)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "axes", tuple((str(n), int(s)) for n, s in self.axes))
+        if not self.axes or any(s <= 0 for _, s in self.axes):
+            raise ValueError("PE array needs at least one axis, every axis size positive")
+        if self.macs_per_pe_per_cycle <= 0:
+            raise ValueError("macs_per_pe_per_cycle must be positive")
+
+    @property
+    def num_pes(self) -> int:
+        return math.prod(s for _, s in self.axes)
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        return self.num_pes * self.macs_per_pe_per_cycle
+
+    @property
+    def lanes(self) -> int:
+        return self.vector_lanes or self.num_pes
+
+
+@dataclass(frozen=True)
+class DMA:
+    """The DMA engine between main memory and the scratchpads."""
+
+    bandwidth_bytes_per_cycle: float
+    latency_cycles: float = 0.0  # fixed cost of every transfer
+
+    def __post_init__(self) -> None:
+        if self.bandwidth_bytes_per_cycle <= 0 or self.latency_cycles < 0:
+            raise ValueError("DMA bandwidth must be positive and latency non-negative")
+
+    def transfer_cycles(self, nbytes: float) -> float:
+        return self.latency_cycles + nbytes / self.bandwidth_bytes_per_cycle
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator: memories listed from main memory inwards, a PE array, a DMA engine and a clock."""
+
+    name: str
+    pe_array: PEArray
+    memories: tuple[Memory, ...]
+    dma: DMA
+    clock_hz: float = 1e9
+    mac_energy_pj: float = 0.0
+    description: str = ""
+    params: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memories", tuple(self.memories))
+        names = [m.name for m in self.memories]
+        if len(set(names)) != len(names):
+            raise ValueError(f"accelerator '{self.name}': memory names must be unique, got {names}")
+        if self.clock_hz <= 0:
+            raise ValueError("clock_hz must be positive")
+
+    @property
+    def scratchpads(self) -> tuple[Memory, ...]:
+        return tuple(m for m in self.memories if m.kind == MemoryKind.SCRATCHPAD)
+
+    def memory(self, name: str) -> Memory:
+        for m in self.memories:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def compute_cycles(self, op: Operator) -> int:
+        """Cycles to execute ``op`` when all its operands are on chip: MACs over the array's peak MAC rate,
+        other element operations over its vector lanes (at least one cycle per operator)."""
+        if op.macs:
+            return max(1, math.ceil(op.macs / self.pe_array.peak_macs_per_cycle))
+        return max(1, math.ceil(op.vector_ops / self.pe_array.lanes))
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Several sub-accelerators sharing one system bandwidth (bytes per second)."""
+
+    name: str
+    accelerators: tuple[Accelerator, ...]
+    system_bandwidth_bytes_per_s: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accelerators", tuple(self.accelerators))
+        if not self.accelerators:
+            raise ValueError("a platform needs at least one accelerator")
+        if self.system_bandwidth_bytes_per_s <= 0:
+            raise ValueError("system bandwidth must be positive")
