@@ -1,6 +1,17 @@
 """The built-in network zoo: every network generated from code with its published layer shapes.
 
 ``ZOO.create(name, params)`` builds a validated :class:`~dlaopt.workload.Workload`; ``dlaopt zoo`` lists them.
+Importing this package registers every network:
+
+* :mod:`dlaopt.zoo.cnn_small` — the thesis' SMAUG models ``cifar-cnn10``, ``lenet5``, ``minerva``, ``elu``,
+  ``large-elu``, ``resnet-cifar``, ``vgg-cifar``;
+* :mod:`dlaopt.zoo.recurrent` — ``lstm`` (unrolled, weights shared across time steps);
+* :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50``, ``mobilenet-v2``, ``googlenet``,
+  ``mnasnet``;
+* :mod:`dlaopt.zoo.transformer` — ``bert-base``.
+
+Every factory takes keyword-only parameters with defaults, at least ``batch`` (default 1) and ``dtype_bytes``
+(default 2: SMAUG runs fp16).
 """
 
 from dlaopt.registry import Registry
@@ -8,4 +19,7 @@ from dlaopt.workload import Workload
 
 ZOO: Registry[Workload] = Registry("zoo network")
 
-__all__ = ["ZOO"]
+# The modules register their networks with ZOO on import, so they come after its definition.
+from dlaopt.zoo import cnn_small, imagenet, recurrent, transformer  # noqa: E402
+
+__all__ = ["ZOO", "cnn_small", "imagenet", "recurrent", "transformer"]

@@ -1,0 +1,42 @@
+"""Helpers shared by the zoo modules: parameter checks, a builder factory and TensorFlow-style 'same' padding."""
+
+from __future__ import annotations
+
+from dlaopt.workload import NetworkBuilder
+
+
+def new_builder(name: str, **params: object) -> NetworkBuilder:
+    """A :class:`NetworkBuilder` for network ``name``; every integer parameter must be positive.
+
+    ``params`` are the factory's parameters; they are recorded in ``Workload.params`` and must include
+    ``dtype_bytes``. Raises ``ValueError`` (which the registry reports as an ``InputError``) on a bad value.
+    """
+    for key, value in params.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and value <= 0:
+            raise ValueError(f"'{key}' must be positive, got {value!r}")
+    dtype_bytes = params["dtype_bytes"]
+    if not isinstance(dtype_bytes, int):
+        raise ValueError(f"'dtype_bytes' must be an integer, got {dtype_bytes!r}")
+    return NetworkBuilder(name, dtype_bytes=dtype_bytes, params=params)
+
+
+def same_padding(kernel: int) -> tuple[int, int, int, int]:
+    """Padding (top, left, bottom, right) of a stride-1 'same' convolution, odd padding going bottom/right (TF)."""
+    lo = (kernel - 1) // 2
+    hi = kernel - 1 - lo
+    return (lo, lo, hi, hi)
+
+
+def check_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"'{key}' must be one of {', '.join(choices)}; got {value!r}")
+
+
+def make_divisible(value: float, divisor: int = 8) -> int:
+    """Round a channel count to the nearest multiple of ``divisor``, never going more than 10 % below ``value``."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    if rounded < 0.9 * value:
+        rounded += divisor
+    return rounded

@@ -1,0 +1,257 @@
+"""ImageNet classifiers with their published layer shapes (inference graphs: dropout, auxiliary heads and LRN omitted).
+
+Convolution + batch norm + ReLU is one ``conv2d`` operator: batch norm is folded into the convolution's weights
+and the ReLU (ReLU6 for MobileNet-V2) is fused, as accelerator compilers do. Residual adds (with the block's final
+ReLU fused), pooling and concatenation are separate operators. MACs at batch 1 with the defaults:
+
+``alexnet`` — ``variant="original"`` (default) is Krizhevsky et al.'s two-tower AlexNet on 227x227x3: conv1
+  11x11/4 96 · maxpool 3/2 · conv2 5x5 256 (groups 2) · maxpool 3/2 · conv3 3x3 384 · conv4 3x3 384 (groups 2) ·
+  conv5 3x3 256 (groups 2) · maxpool 3/2 · fc6 9216→4096 · fc7 4096→4096 · fc8 4096→1000. Convolutions
+  665,784,864 MACs (105.4 M + 223.9 M + 149.5 M + 112.1 M + 74.8 M), FCs 58,621,952. ``variant="torchvision"`` is
+  the single-tower torchvision model on 224x224 (conv 64-192-384-256-256, same FCs; 714,188,480 MACs in all).
+
+``vgg16`` — Simonyan & Zisserman configuration D on 224x224: thirteen 3x3 convs (64,64 · 128,128 · 256x3 ·
+  512x3 · 512x3, a 2x2 max-pool after each group), fc6 25088→4096, fc7 4096→4096, fc8 4096→1000.
+  Convolutions 15,346,630,656 MACs, FCs 123,633,664.
+
+``resnet18`` / ``resnet50`` — He et al.'s ResNets as in torchvision (ResNet-50 "v1.5": the stride sits on the
+  bottleneck's 3x3 conv). conv1 7x7/2 64 · maxpool 3/2 · four stages (64/128/256/512 wide; basic blocks [2,2,2,2]
+  or bottlenecks [3,4,6,3] with expansion 4) · global average pool · fc. Shortcuts that change shape are 1x1
+  (strided) ``downsample`` convs. ResNet-18: 1,814,073,344 MACs; ResNet-50: 4,089,184,256 MACs (convolutions
+  4,087,136,256 + fc 2,048,000). SMAUG's "Resnet" is ResNet-50 on a 225x225 input: ``image_size=225``.
+
+``mobilenet-v2`` — Sandler et al.'s MobileNet-V2 (torchvision layout): conv 3x3/2 32 · 17 inverted residual blocks
+  (t,c,n,s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1) (6,160,3,2) (6,320,1,1), each a 1x1 expansion
+  (ReLU6, absent when t = 1), a 3x3 depthwise conv (ReLU6) and a linear 1x1 projection, with a residual add when
+  the stride is 1 and the width unchanged · conv 1x1 1280 · global average pool · fc 1000. 300,774,272 MACs at
+  width 1.0 and 224x224 (the paper's "300 M").
+
+``googlenet`` — Szegedy et al.'s GoogLeNet / Inception-v1 on 224x224 (LRN and the auxiliary classifiers omitted):
+  conv1 7x7/2 64 · maxpool1 · conv2 1x1 64 · conv3 3x3 192 · maxpool2 · inception 3a, 3b · maxpool3 · 4a–4e ·
+  maxpool4 · 5a, 5b · global average pool · fc 1024→1000. Every inception module has four branches concatenated
+  along channels: ``b1`` 1x1; ``b2.reduce`` 1x1 → ``b2`` 3x3; ``b3.reduce`` 1x1 → ``b3`` 5x5; ``b4.pool`` 3x3/1
+  max-pool → ``b4`` 1x1. Max-pools are 3x3 stride 2 with ceil-mode rounding (one row/column of padding at the
+  bottom/right). ``variant="original"`` (default) keeps the paper's 5x5 in ``b3``: 1,582,671,872 MACs. The paper's
+  "1.5 billion multiply-adds" is the sum of its Table 1 (1,502 M), which lists conv1 at 34 M although a 7x7x3x64
+  convolution on a 112x112 output is 118.0 M; with conv1 corrected the table sums to 1,586 M (the inception rows
+  match ours to the rounding). ``variant="torchvision"`` uses torchvision's 3x3 in ``b3`` and its 2x2 maxpool4:
+  1,498,376,192 MACs.
+
+``mnasnet`` — MnasNet-B1 at depth multiplier 1.0, i.e. torchvision's ``mnasnet1_0`` (no squeeze-and-excitation):
+  conv 3x3/2 32 · depthwise 3x3 32 · conv 1x1 16 (linear) · six stacks of inverted residuals
+  (out, kernel, stride, expansion, repeats) = (24,3,2,3,3) (40,5,2,3,3) (80,5,2,6,3) (96,3,1,6,2) (192,5,2,6,4)
+  (320,3,1,6,1) · conv 1x1 1280 · global average pool · fc 1000. 314,415,872 MACs (convolutions 313,135,872 +
+  fc 1,280,000; torchvision quotes 0.31 GFLOPS, i.e. multiply-adds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlaopt.workload import NetworkBuilder, Workload
+from dlaopt.zoo import ZOO
+from dlaopt.zoo._common import check_choice, make_divisible, new_builder
+
+
+def _classifier_head(b: NetworkBuilder, x: str, num_classes: int) -> str:
+    x = b.global_pool(x, "avg", name="avgpool")
+    x = b.flatten(x, name="flatten")
+    return b.linear(x, num_classes, name="fc")
+
+
+# ------------------------------------------------------------------------------------------------------- AlexNet
+@ZOO.register("alexnet", "AlexNet: original two-tower (grouped conv2/4/5, 227x227) or torchvision single-tower")
+def alexnet(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "original", num_classes: int = 1000) -> Workload:
+    check_choice("variant", variant, ("original", "torchvision"))
+    b = new_builder("alexnet", batch=batch, dtype_bytes=dtype_bytes, variant=variant, num_classes=num_classes)
+    if variant == "original":
+        x = b.input("input", (batch, 3, 227, 227))
+        x = b.conv2d(x, 96, 11, stride=4, activation="relu", name="conv1")
+        x = b.pool(x, "max", 3, stride=2, name="pool1")
+        x = b.conv2d(x, 256, 5, padding=2, groups=2, activation="relu", name="conv2")
+        x = b.pool(x, "max", 3, stride=2, name="pool2")
+        x = b.conv2d(x, 384, 3, padding=1, activation="relu", name="conv3")
+        x = b.conv2d(x, 384, 3, padding=1, groups=2, activation="relu", name="conv4")
+        x = b.conv2d(x, 256, 3, padding=1, groups=2, activation="relu", name="conv5")
+    else:
+        x = b.input("input", (batch, 3, 224, 224))
+        x = b.conv2d(x, 64, 11, stride=4, padding=2, activation="relu", name="conv1")
+        x = b.pool(x, "max", 3, stride=2, name="pool1")
+        x = b.conv2d(x, 192, 5, padding=2, activation="relu", name="conv2")
+        x = b.pool(x, "max", 3, stride=2, name="pool2")
+        x = b.conv2d(x, 384, 3, padding=1, activation="relu", name="conv3")
+        x = b.conv2d(x, 256, 3, padding=1, activation="relu", name="conv4")
+        x = b.conv2d(x, 256, 3, padding=1, activation="relu", name="conv5")
+    x = b.pool(x, "max", 3, stride=2, name="pool5")
+    x = b.flatten(x, name="flatten")
+    x = b.linear(x, 4096, activation="relu", name="fc6")
+    x = b.linear(x, 4096, activation="relu", name="fc7")
+    x = b.linear(x, num_classes, name="fc8")
+    return b.build(outputs=[x])
+
+
+# ------------------------------------------------------------------------------------------------------- VGG-16
+VGG16_CONVS: tuple[tuple[int, ...], ...] = ((64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
+
+
+@ZOO.register("vgg16", "VGG-16 (configuration D) on 224x224: 13 3x3 convs, 5 max-pools, 3 FCs")
+def vgg16(*, batch: int = 1, dtype_bytes: int = 2, num_classes: int = 1000) -> Workload:
+    b = new_builder("vgg16", batch=batch, dtype_bytes=dtype_bytes, num_classes=num_classes)
+    x = b.input("input", (batch, 3, 224, 224))
+    for g, group in enumerate(VGG16_CONVS, start=1):
+        for i, channels in enumerate(group, start=1):
+            x = b.conv2d(x, channels, 3, padding=1, activation="relu", name=f"conv{g}_{i}")
+        x = b.pool(x, "max", 2, name=f"pool{g}")
+    x = b.flatten(x, name="flatten")
+    x = b.linear(x, 4096, activation="relu", name="fc6")
+    x = b.linear(x, 4096, activation="relu", name="fc7")
+    x = b.linear(x, num_classes, name="fc8")
+    return b.build(outputs=[x])
+
+
+# ------------------------------------------------------------------------------------------------------- ResNets
+def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtype_bytes: int, image_size: int,
+            num_classes: int) -> Workload:
+    b = new_builder(name, batch=batch, dtype_bytes=dtype_bytes, image_size=image_size, num_classes=num_classes)
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, 64, 7, stride=2, padding=3, activation="relu", name="conv1")
+    x = b.pool(x, "max", 3, stride=2, padding=1, name="maxpool")
+    in_ch = 64
+    for stage, (width, n) in enumerate(zip((64, 128, 256, 512), blocks, strict=True), start=1):
+        for i in range(n):
+            stride = 2 if stage > 1 and i == 0 else 1
+            p = f"layer{stage}.{i}"
+            if bottleneck:
+                out_ch = 4 * width
+                y = b.conv2d(x, width, 1, activation="relu", name=f"{p}.conv1")
+                y = b.conv2d(y, width, 3, stride=stride, padding=1, activation="relu", name=f"{p}.conv2")
+                y = b.conv2d(y, out_ch, 1, name=f"{p}.conv3")
+            else:
+                out_ch = width
+                y = b.conv2d(x, width, 3, stride=stride, padding=1, activation="relu", name=f"{p}.conv1")
+                y = b.conv2d(y, width, 3, padding=1, name=f"{p}.conv2")
+            shortcut = x
+            if stride != 1 or in_ch != out_ch:
+                shortcut = b.conv2d(x, out_ch, 1, stride=stride, name=f"{p}.downsample")
+            x = b.add(y, shortcut, activation="relu", name=f"{p}.add")
+            in_ch = out_ch
+    return b.build(outputs=[_classifier_head(b, x, num_classes)])
+
+
+@ZOO.register("resnet18", "ResNet-18 (basic blocks [2,2,2,2]) on 224x224, BN folded, residual add + ReLU fused")
+def resnet18(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_classes: int = 1000) -> Workload:
+    return _resnet("resnet18", False, (2, 2, 2, 2), batch, dtype_bytes, image_size, num_classes)
+
+
+@ZOO.register("resnet50", "ResNet-50 v1.5 (bottlenecks [3,4,6,3], stride on the 3x3) on 224x224, BN folded")
+def resnet50(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_classes: int = 1000) -> Workload:
+    return _resnet("resnet50", True, (3, 4, 6, 3), batch, dtype_bytes, image_size, num_classes)
+
+
+# ------------------------------------------------------------------------------------------------------- MobileNet-V2
+_MOBILENET_V2_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                          (6, 320, 1, 1))
+
+
+def _inverted_residual(b: NetworkBuilder, x: str, out_ch: int, kernel: int, stride: int, expansion: int,
+                       activation: str, prefix: str) -> str:
+    in_ch = b.shape(x)[1]
+    y = x
+    if expansion != 1:
+        y = b.conv2d(y, in_ch * expansion, 1, activation=activation, name=f"{prefix}.expand")
+    y = b.depthwise_conv2d(y, kernel, stride=stride, padding=kernel // 2, activation=activation, name=f"{prefix}.dw")
+    y = b.conv2d(y, out_ch, 1, name=f"{prefix}.project")
+    if stride == 1 and in_ch == out_ch:
+        y = b.add(y, x, name=f"{prefix}.add")
+    return y
+
+
+@ZOO.register("mobilenet-v2", "MobileNet-V2 (width 1.0, 224x224): inverted residuals with depthwise convs, ReLU6")
+def mobilenet_v2(*, batch: int = 1, dtype_bytes: int = 2, width_mult: float = 1.0, image_size: int = 224,
+                 num_classes: int = 1000) -> Workload:
+    b = new_builder("mobilenet-v2", batch=batch, dtype_bytes=dtype_bytes, width_mult=width_mult,
+                    image_size=image_size, num_classes=num_classes)
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, make_divisible(32 * width_mult), 3, stride=2, padding=1, activation="relu6", name="conv1")
+    block = 1
+    for t, c, n, s in _MOBILENET_V2_SETTINGS:
+        for i in range(n):
+            x = _inverted_residual(b, x, make_divisible(c * width_mult), 3, s if i == 0 else 1, t, "relu6",
+                                   f"block{block}")
+            block += 1
+    x = b.conv2d(x, make_divisible(1280 * max(1.0, width_mult)), 1, activation="relu6", name="conv_last")
+    return b.build(outputs=[_classifier_head(b, x, num_classes)])
+
+
+# ------------------------------------------------------------------------------------------------------- GoogLeNet
+# name, (1x1, 3x3 reduce, 3x3, 5x5 reduce, 5x5, pool projection)
+_INCEPTION: tuple[tuple[str, tuple[int, int, int, int, int, int]], ...] = (
+    ("3a", (64, 96, 128, 16, 32, 32)),
+    ("3b", (128, 128, 192, 32, 96, 64)),
+    ("4a", (192, 96, 208, 16, 48, 64)),
+    ("4b", (160, 112, 224, 24, 64, 64)),
+    ("4c", (128, 128, 256, 24, 64, 64)),
+    ("4d", (112, 144, 288, 32, 64, 64)),
+    ("4e", (256, 160, 320, 32, 128, 128)),
+    ("5a", (256, 160, 320, 32, 128, 128)),
+    ("5b", (384, 192, 384, 48, 128, 128)),
+)
+_CEIL_PAD = (0, 0, 1, 1)  # a 3x3/2 max-pool with ceil-mode rounding on an even input
+
+
+def _inception(b: NetworkBuilder, x: str, name: str, cfg: tuple[int, int, int, int, int, int], b3_kernel: int) -> str:
+    c1, c3r, c3, c5r, c5, cp = cfg
+    p = f"inception{name}"
+    b1 = b.conv2d(x, c1, 1, activation="relu", name=f"{p}.b1")
+    b2 = b.conv2d(x, c3r, 1, activation="relu", name=f"{p}.b2.reduce")
+    b2 = b.conv2d(b2, c3, 3, padding=1, activation="relu", name=f"{p}.b2")
+    b3 = b.conv2d(x, c5r, 1, activation="relu", name=f"{p}.b3.reduce")
+    b3 = b.conv2d(b3, c5, b3_kernel, padding=b3_kernel // 2, activation="relu", name=f"{p}.b3")
+    b4 = b.pool(x, "max", 3, stride=1, padding=1, name=f"{p}.b4.pool")
+    b4 = b.conv2d(b4, cp, 1, activation="relu", name=f"{p}.b4")
+    return b.concat([b1, b2, b3, b4], axis=1, name=f"{p}.concat")
+
+
+@ZOO.register("googlenet", "GoogLeNet / Inception-v1 on 224x224: 9 four-branch inception modules (LRN, aux omitted)")
+def googlenet(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "original", image_size: int = 224,
+              num_classes: int = 1000) -> Workload:
+    check_choice("variant", variant, ("original", "torchvision"))
+    b = new_builder("googlenet", batch=batch, dtype_bytes=dtype_bytes, variant=variant, image_size=image_size,
+                    num_classes=num_classes)
+    b3_kernel = 5 if variant == "original" else 3
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, 64, 7, stride=2, padding=3, activation="relu", name="conv1")
+    x = b.pool(x, "max", 3, stride=2, padding=_CEIL_PAD, name="maxpool1")
+    x = b.conv2d(x, 64, 1, activation="relu", name="conv2")
+    x = b.conv2d(x, 192, 3, padding=1, activation="relu", name="conv3")
+    x = b.pool(x, "max", 3, stride=2, padding=_CEIL_PAD, name="maxpool2")
+    for name, cfg in _INCEPTION:
+        if name == "4a":
+            x = b.pool(x, "max", 3, stride=2, padding=_CEIL_PAD, name="maxpool3")
+        elif name == "5a" and variant == "original":
+            x = b.pool(x, "max", 3, stride=2, padding=_CEIL_PAD, name="maxpool4")
+        elif name == "5a":
+            x = b.pool(x, "max", 2, stride=2, name="maxpool4")
+        x = _inception(b, x, name, cfg, b3_kernel)
+    return b.build(outputs=[_classifier_head(b, x, num_classes)])
+
+
+# ------------------------------------------------------------------------------------------------------- MnasNet
+# out channels, kernel, first stride, expansion, repeats
+_MNASNET_B1_STACKS = ((24, 3, 2, 3, 3), (40, 5, 2, 3, 3), (80, 5, 2, 6, 3), (96, 3, 1, 6, 2), (192, 5, 2, 6, 4),
+                      (320, 3, 1, 6, 1))
+
+
+@ZOO.register("mnasnet", "MnasNet-B1 1.0 (torchvision mnasnet1_0) on 224x224: inverted residuals, depthwise convs")
+def mnasnet(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_classes: int = 1000) -> Workload:
+    b = new_builder("mnasnet", batch=batch, dtype_bytes=dtype_bytes, image_size=image_size, num_classes=num_classes)
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, 32, 3, stride=2, padding=1, activation="relu", name="stem.conv")
+    x = b.depthwise_conv2d(x, 3, padding=1, activation="relu", name="stem.dw")
+    x = b.conv2d(x, 16, 1, name="stem.project")
+    for s, (out_ch, kernel, stride, expansion, repeats) in enumerate(_MNASNET_B1_STACKS, start=1):
+        for i in range(repeats):
+            x = _inverted_residual(b, x, out_ch, kernel, stride if i == 0 else 1, expansion, "relu",
+                                   f"stack{s}.{i}")
+    x = b.conv2d(x, 1280, 1, activation="relu", name="head.conv")
+    return b.build(outputs=[_classifier_head(b, x, num_classes)])
