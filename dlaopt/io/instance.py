@@ -1,0 +1,399 @@
+"""Instance files: a problem, a workload (zoo network or inline graph) and the hardware (preset or inline), with the
+objective and the problem's options.
+
+Loading validates in two stages, and every bad input ends in an :class:`~dlaopt.errors.InputError` naming the file
+and the key path: first the structure against the JSON Schema of :mod:`dlaopt.io.schema` (the most relevant
+violation, in words), then the meaning (zoo and preset names and parameters, the workload graph, the hardware model).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlaopt.errors import InputError
+from dlaopt.formulations import problem_spec
+from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray
+from dlaopt.io.schema import instance_validator, validate_against
+from dlaopt.workload import Operator, OpKind, Tensor, Workload
+from dlaopt.workload.operator import OperatorSpecError, normalize_attrs
+
+KiB = 1024
+DEFAULT_HARDWARE_NAME = "custom"
+DEFAULT_CLOCK_MHZ = 1000.0
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A loaded, validated instance."""
+
+    problem: str
+    name: str
+    workload: Workload
+    hardware: Accelerator
+    objective: str
+    options: Mapping[str, Any]  # defaults filled in from the ProblemSpec
+    source: str | None = None  # the file it came from
+    document: Mapping[str, Any] = field(default_factory=dict)  # the normalised document (re-serialisable)
+
+
+# ================================================================================================ public API
+def load_instance(path: str | Path) -> Instance:
+    """Load and validate the instance file ``path`` (JSON by a ``.json`` suffix, else YAML)."""
+    doc = load_mapping(path, what="an instance (keys problem, workload, hardware, ...)")
+    return instance_from_dict(doc, source=str(path))
+
+
+def instance_from_dict(doc: Mapping[str, Any], *, source: str | None = None) -> Instance:
+    """Validate an instance document and build the :class:`Instance`; ``source`` names the file in errors."""
+    if not isinstance(doc, Mapping):
+        raise InputError(f"the instance is {type(doc).__name__}, not a mapping", file=source,
+                         expected="a mapping with keys problem, workload, hardware, ...")
+    data = _plain(doc, strict=False)
+    validate_against(instance_validator(), data, file=source)
+    try:
+        return _build(data, source)
+    except InputError as exc:
+        raise exc.located(file=source) from None
+
+
+def make_instance_document(
+    problem: str,
+    workload_zoo_name: str,
+    workload_params: Mapping[str, Any] | None,
+    preset: str,
+    preset_params: Mapping[str, Any] | None,
+    objective: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """A validated, normalised instance document for a zoo network on a hardware preset (``dlaopt make``)."""
+    wparams = dict(workload_params or {})
+    hparams = dict(preset_params or {})
+    doc: dict[str, Any] = {
+        "problem": problem,
+        "name": name or default_instance_name(workload_zoo_name, wparams, preset, hparams),
+        "workload": {"zoo": workload_zoo_name, "params": wparams},
+        "hardware": {"preset": preset, "params": hparams},
+    }
+    if objective is not None:
+        doc["objective"] = objective
+    if options is not None:
+        doc["options"] = dict(options)
+    return dict(instance_from_dict(doc).document)
+
+
+def default_instance_name(
+    workload: str, workload_params: Mapping[str, Any], preset: str, preset_params: Mapping[str, Any]
+) -> str:
+    """``<network>[-<params>]-<preset>[-<params>]``, e.g. ``resnet50-smaug-nvdla-spad_kb256``."""
+    parts = [workload, *(_param_slug(k, v) for k, v in workload_params.items()), preset,
+             *(_param_slug(k, v) for k, v in preset_params.items())]
+    return "-".join(p for p in parts if p)
+
+
+def save_document(doc: Mapping[str, Any], path: str | Path) -> Path:
+    """Write an instance (or any) document as JSON (``.json``) or YAML (anything else); returns the path."""
+    return save_mapping(doc, path)
+
+
+# ================================================================================================ building
+def _build(doc: dict[str, Any], source: str | None) -> Instance:
+    problem = doc["problem"]
+    spec = problem_spec(problem)
+    workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None))
+    hardware = _build_hardware(doc["hardware"])
+    name = doc.get("name") or (Path(source).stem if source else f"{workload.name}-{hardware.name}")
+    objective = doc.get("objective", spec.objectives[0])
+    options = {**copy.deepcopy(dict(spec.default_options)), **doc.get("options", {})}
+
+    wdoc = dict(doc["workload"])
+    if "zoo" in wdoc:
+        wdoc.setdefault("params", {})
+    else:
+        wdoc = {"name": workload.name, **wdoc}
+    hdoc = dict(doc["hardware"])
+    if "preset" in hdoc:
+        hdoc.setdefault("params", {})
+    else:
+        hdoc = {"name": hardware.name, **hdoc}
+    document = {
+        "problem": problem,
+        "name": name,
+        "workload": wdoc,
+        "hardware": hdoc,
+        "objective": objective,
+        "options": options,
+    }
+    return Instance(problem=problem, name=name, workload=workload, hardware=hardware, objective=objective,
+                    options=options, source=source, document=_plain(document))
+
+
+def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Workload:
+    if "zoo" in wdoc:
+        import dlaopt.zoo  # noqa: F401 - registers the networks
+        from dlaopt.zoo import ZOO
+
+        ZOO.entry(wdoc["zoo"], path=("workload", "zoo"))
+        try:
+            return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"zoo network '{wdoc['zoo']}': {exc}", path=("workload", "params")) from None
+    return _build_inline_workload(wdoc, default_name or "workload")
+
+
+def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Workload:
+    dtype_bytes = wdoc.get("dtype_bytes", 1)
+    tensors: list[Tensor] = []
+    index_of: dict[str, int] = {}
+    for i, t in enumerate(wdoc["tensors"]):
+        try:
+            tensors.append(Tensor(t["name"], tuple(t["shape"]), t["role"], t.get("dtype_bytes", dtype_bytes)))
+        except ValueError as exc:
+            raise InputError(str(exc), path=("workload", "tensors", i)) from None
+        index_of[t["name"]] = i
+    operators: list[Operator] = []
+    for i, o in enumerate(wdoc["operators"]):
+        kind = OpKind(o["kind"])
+        attrs = dict(o.get("attrs", {}))
+        try:
+            normalize_attrs(kind, attrs)
+        except OperatorSpecError:
+            pass  # Workload.create reports it with the attribute's key
+        except (ValueError, TypeError) as exc:
+            raise InputError(
+                f"operator '{o['name']}' ({kind.value}): invalid attribute value: {exc}",
+                path=("workload", "operators", i, "attrs"),
+            ) from None
+        operators.append(Operator(o["name"], kind, tuple(o["inputs"]), tuple(o["outputs"]), attrs))
+    try:
+        return Workload.create(wdoc.get("name", default_name), tensors, operators)
+    except InputError as exc:
+        path = exc.path
+        if len(path) >= 2 and path[0] == "tensors" and path[1] in index_of:
+            path = ("tensors", index_of[str(path[1])], *path[2:])
+        raise InputError(exc.message, file=exc.file, path=("workload", *path), expected=exc.expected) from None
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"invalid workload: {exc}", path=("workload",)) from None
+
+
+def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
+    if "preset" in hdoc:
+        PRESETS.entry(hdoc["preset"], path=("hardware", "preset"))
+        try:
+            return PRESETS.create(hdoc["preset"], hdoc.get("params", {}), path=("hardware",))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"hardware preset '{hdoc['preset']}': {exc}", path=("hardware", "params")) from None
+    return _build_inline_hardware(hdoc)
+
+
+_MEMORY_OPTIONAL = ("banks", "bandwidth_bytes_per_cycle", "read_energy_pj_per_byte", "write_energy_pj_per_byte",
+                    "access", "instances")
+
+
+def _build_memory(i: int, m: Mapping[str, Any], seen: dict[str, int]) -> Memory:
+    where = ("hardware", "memories", i)
+    name = m["name"]
+    if name in seen:
+        raise InputError(f"memory name '{name}' is already used by memories[{seen[name]}]", path=(*where, "name"),
+                         expected="unique memory names")
+    seen[name] = i
+    kind = MemoryKind(m["kind"])
+    if i == 0 and kind != MemoryKind.DRAM:
+        raise InputError(f"the first memory must be main memory (kind 'dram'), got kind '{kind.value}'",
+                         path=(*where, "kind"), expected="memories listed from main memory (dram) inwards")
+    if i > 0 and kind == MemoryKind.DRAM:
+        raise InputError("only the first memory may be main memory (kind 'dram')", path=(*where, "kind"),
+                         expected="memories listed from main memory (dram) inwards")
+    if "capacity_bytes" in m and "capacity_kb" in m:
+        raise InputError(f"memory '{name}' gives both 'capacity_bytes' and 'capacity_kb'", path=where,
+                         expected="only one of capacity_bytes, capacity_kb")
+    capacity = m.get("capacity_bytes")
+    if capacity is None and "capacity_kb" in m:
+        capacity = m["capacity_kb"] * KiB
+    if capacity is None and kind != MemoryKind.DRAM:
+        raise InputError(f"memory '{name}' ({kind.value}) has no capacity", path=where,
+                         expected="capacity_bytes or capacity_kb (only main memory may be unbounded)")
+    kwargs: dict[str, Any] = {k: m[k] for k in _MEMORY_OPTIONAL if k in m}
+    if "holds" in m:
+        kwargs["holds"] = frozenset(m["holds"])
+    try:
+        return Memory(name, kind, capacity, **kwargs)
+    except ValueError as exc:
+        raise InputError(str(exc), path=where) from None
+
+
+def _build_inline_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
+    seen: dict[str, int] = {}
+    memories = [_build_memory(i, m, seen) for i, m in enumerate(hdoc["memories"])]
+    pe = hdoc["pe_array"]
+    try:
+        pe_array = PEArray(
+            tuple((str(a[0]), int(a[1])) for a in pe["axes"]),
+            macs_per_pe_per_cycle=pe.get("macs_per_pe_per_cycle", 1),
+            vector_lanes=pe.get("vector_lanes"),
+        )
+    except ValueError as exc:
+        raise InputError(str(exc), path=("hardware", "pe_array")) from None
+    try:
+        dma = DMA(hdoc["dma"]["bandwidth_bytes_per_cycle"], hdoc["dma"].get("latency_cycles", 0.0))
+    except ValueError as exc:
+        raise InputError(str(exc), path=("hardware", "dma")) from None
+    try:
+        return Accelerator(
+            name=hdoc.get("name", DEFAULT_HARDWARE_NAME),
+            pe_array=pe_array,
+            memories=tuple(memories),
+            dma=dma,
+            clock_hz=hdoc.get("clock_mhz", DEFAULT_CLOCK_MHZ) * 1e6,
+            mac_energy_pj=hdoc.get("mac_energy_pj", 0.0),
+            description=hdoc.get("description", ""),
+        )
+    except ValueError as exc:
+        raise InputError(str(exc), path=("hardware",)) from None
+
+
+def _param_slug(key: str, value: Any) -> str:
+    text = (key if value else f"no_{key}") if isinstance(value, bool) else f"{key}{value}"
+    return re.sub(r"[^A-Za-z0-9_.]+", "", text)
+
+
+# ================================================================================================ files
+class _StrictLoader(yaml.SafeLoader):
+    """A safe loader that rejects duplicate keys in a mapping (plain YAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # unhashable key: the base constructor reports it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _yaml_error(exc: yaml.YAMLError, file: str) -> InputError:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        what = exc.problem or "invalid YAML"
+        if exc.context:
+            what += f" ({exc.context})"
+        return InputError(f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {what}", file=file)
+    return InputError(f"YAML syntax error: {exc}", file=file)
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def read_text(path: str | Path) -> str:
+    """The text of ``path``; a missing, unreadable or non-text file is an :class:`InputError` naming the file."""
+    file = str(path)
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", file=file, expected="an existing YAML or JSON file") from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", file=file, expected="a YAML or JSON file") from None
+    except PermissionError:
+        raise InputError("cannot read the file: permission denied", file=file) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a UTF-8 text file (undecodable byte at offset {exc.start})", file=file,
+                         expected="a YAML or JSON file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=file) from None
+
+
+def parse_document(text: str, *, file: str, json_syntax: bool = False) -> Any:
+    """Parse YAML (or JSON when ``json_syntax``); syntax errors are :class:`InputError` with line and column."""
+    if json_syntax:
+        try:
+            return json.loads(text, object_pairs_hook=_json_pairs)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                             file=file) from None
+        except ValueError as exc:
+            raise InputError(f"JSON error: {exc}", file=file) from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, file) from None
+
+
+def load_mapping(path: str | Path, *, what: str) -> dict[str, Any]:
+    """Read and parse ``path`` (JSON by a ``.json`` suffix, else YAML); the top level must be a mapping."""
+    file = str(path)
+    text = read_text(path)
+    doc = parse_document(text, file=file, json_syntax=Path(path).suffix.lower() == ".json")
+    if doc is None:
+        raise InputError("the file is empty", file=file, expected=f"a mapping describing {what}")
+    if not isinstance(doc, Mapping):
+        kind = "a list" if isinstance(doc, list) else f"{type(doc).__name__} {doc!r}"
+        raise InputError(f"the top level is {kind}, not a mapping", file=file, expected=f"a mapping describing {what}")
+    return dict(doc)
+
+
+def _plain(value: Any, *, strict: bool = True) -> Any:
+    """``value`` copied as plain JSON/YAML data (dicts, lists, str, int, float, bool, None).
+
+    Tuples become lists, enums their values, sets sorted lists, numpy scalars Python numbers. Anything else is a
+    ``TypeError`` when ``strict``, else kept as is (so that schema validation names it).
+    """
+    if isinstance(value, enum.Enum):
+        return _plain(value.value, strict=strict)
+    if isinstance(value, Mapping):
+        return {k: _plain(v, strict=strict) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, strict=strict) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v, strict=strict) for v in value), key=repr)
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and type(value).__module__ == "numpy":
+        return _plain(item(), strict=strict)
+    if isinstance(value, Path):
+        return str(value)
+    if strict:
+        raise TypeError(f"cannot serialise a value of type {type(value).__name__}: {value!r}")
+    return value
+
+
+def save_mapping(doc: Mapping[str, Any], path: str | Path) -> Path:
+    """Write ``doc`` as JSON (``.json`` suffix) or YAML (anything else); creates parent directories."""
+    p = Path(path)
+    data = _plain(doc)
+    if p.suffix.lower() == ".json":
+        text = json.dumps(data, indent=2) + "\n"
+    else:
+        text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the file: {exc.strerror or exc}", file=str(path)) from None
+    return p
