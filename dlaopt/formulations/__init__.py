@@ -1,0 +1,53 @@
+"""The problems dlaopt solves. Each registers a light :class:`ProblemSpec` (enough to validate an instance file)
+with a factory that imports and builds the full :class:`~dlaopt.formulations.base.Problem` on demand."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from dlaopt.errors import InputError
+from dlaopt.formulations.pinning import options as pinning_options
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    name: str
+    title: str
+    objectives: tuple[str, ...]
+    options_schema: Mapping[str, Any]
+    default_options: Mapping[str, Any]
+    implementation: str  # "module:ClassName"
+    hardware: str = "accelerator"  # "accelerator" or "platform"
+
+
+PROBLEM_SPECS: dict[str, ProblemSpec] = {
+    "pinning": ProblemSpec(
+        name="pinning",
+        title="Multi-scratchpad tensor pinning",
+        objectives=pinning_options.OBJECTIVES,
+        options_schema=pinning_options.OPTIONS_SCHEMA,
+        default_options=pinning_options.DEFAULT_OPTIONS,
+        implementation="dlaopt.formulations.pinning.problem:PinningProblem",
+    ),
+}
+
+
+def problem_spec(name: str, *, path: tuple[str | int, ...] = ("problem",)) -> ProblemSpec:
+    if name not in PROBLEM_SPECS:
+        raise InputError(f"unknown problem '{name}'", path=path, expected="one of: " + ", ".join(PROBLEM_SPECS))
+    return PROBLEM_SPECS[name]
+
+
+@cache
+def get_problem(name: str) -> Any:
+    """The full Problem object for ``name`` (imported lazily)."""
+    spec = problem_spec(name)
+    module, cls = spec.implementation.split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+__all__ = ["PROBLEM_SPECS", "ProblemSpec", "get_problem", "problem_spec"]

@@ -1,0 +1,186 @@
+"""Multi-scratchpad tensor pinning (seed 000): which buffer resides in which scratchpad during each step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dlaopt.errors import InfeasibleInstanceError, InputError
+from dlaopt.formulations.base import Evaluation, Method, MilpFormulation, Problem
+from dlaopt.formulations.pinning import options as opts
+from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
+from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
+from dlaopt.formulations.pinning.heuristics import HEURISTICS
+from dlaopt.formulations.pinning.milp import build_pinning_milp
+from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.hardware.model import DMA, Accelerator
+from dlaopt.solvers.result import SolveOptions
+from dlaopt.workload.tensor import TensorRole
+
+if TYPE_CHECKING:
+    from dlaopt.io.instance import Instance
+
+
+@dataclass
+class PinningData:
+    graph: PinningGraph
+    accelerator: Accelerator
+    objective: str
+    pin_weights: bool
+    source: str | None = None
+    infeasible: str | None = None  # why no solution can exist, when known
+    _baseline: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def dma(self) -> DMA:
+        return self.accelerator.dma
+
+    @property
+    def compute_cycles(self) -> float:
+        return float(sum(s.compute_cycles for s in self.graph.steps))
+
+    def baseline(self) -> dict[str, float]:
+        """Naive-strategy and infinite-scratchpad figures every solution's metrics are measured against."""
+        if not self._baseline:
+            from dlaopt.formulations.pinning.heuristics import naive
+
+            sizes = np.array([b.size_bytes for b in self.graph.buffers], dtype=float)
+            t = count_transfers(self.graph, naive(self.graph))
+            inf_counts = np.array([
+                (1 if b.starts_in_memory and self.graph.uses[i] else 0) + (1 if b.role == TensorRole.OUTPUT else 0)
+                for i, b in enumerate(self.graph.buffers)
+            ])
+            per = self.dma.latency_cycles + sizes / self.dma.bandwidth_bytes_per_cycle
+            self._baseline = {
+                "naive_transfer_bytes": t.bytes(sizes),
+                "naive_dma_cycles": float(((t.loads + t.stores) * per).sum()),
+                "inf_transfer_bytes": float((inf_counts * sizes).sum()),
+                "inf_dma_cycles": float((inf_counts * per).sum()),
+            }
+        return self._baseline
+
+
+def pinning_metrics(data: PinningData, loads: np.ndarray, stores: np.ndarray) -> dict[str, Any]:
+    """The thesis' Chapter 6 metrics for one solution, from its load and store counts.
+
+    Cycles are compute + DMA (not overlapped, as in SMAUG where DMA cycles are part of the accelerator's cycles).
+    Speedups are against the naive strategy; the memory-boundness is the naive run's DMA fraction (Table 7.1)."""
+    sizes = np.array([b.size_bytes for b in data.graph.buffers], dtype=float)
+    per = data.dma.latency_cycles + sizes / data.dma.bandwidth_bytes_per_cycle
+    base = data.baseline()
+    compute = data.compute_cycles
+    transfer_bytes = float(((loads + stores) * sizes).sum())
+    dma = float(((loads + stores) * per).sum())
+    naive_cycles = compute + base["naive_dma_cycles"]
+    cycles = compute + dma
+    speedup = naive_cycles / cycles
+    inf_speedup = naive_cycles / (compute + base["inf_dma_cycles"])
+    saved = base["naive_transfer_bytes"] - transfer_bytes
+    return {
+        "transfer_bytes": transfer_bytes,
+        "load_bytes": float((loads * sizes).sum()),
+        "store_bytes": float((stores * sizes).sum()),
+        "transfers": int(loads.sum() + stores.sum()),
+        "naive_transfer_bytes": base["naive_transfer_bytes"],
+        "transfers_saved_bytes": saved,
+        "reduction_factor": saved / base["naive_transfer_bytes"] if base["naive_transfer_bytes"] else 0.0,
+        "compute_cycles": compute,
+        "dma_cycles": dma,
+        "estimated_cycles": cycles,
+        "memory_boundness": base["naive_dma_cycles"] / naive_cycles if naive_cycles else 0.0,
+        "theoretical_speedup": naive_cycles / compute if compute else 1.0,
+        "speedup": speedup,
+        "inf_spm_speedup": inf_speedup,
+        "fraction_of_inf_spm_speedup": (speedup - 1) / (inf_speedup - 1) if inf_speedup > 1 + 1e-12 else 1.0,
+        "inf_spm_transfer_bytes": base["inf_transfer_bytes"],
+    }
+
+
+class PinningProblem(Problem[PinningData, PinningSolution]):
+    name = "pinning"
+    title = "Multi-scratchpad tensor pinning"
+    objectives = opts.OBJECTIVES
+    options_schema = opts.OPTIONS_SCHEMA
+    methods = (
+        Method("naive", "heuristic", "Thesis baseline: every input loaded, every output stored, no reuse"),
+        Method("onsram", "heuristic", "OnSRAM-Static: pin by reuse-weighted transfer cost if it fits its lifetime"),
+        Method("greedy", "heuristic", "Thesis multi-SPM greedy: pin outputs where most room, evict under pressure"),
+        Method("coloring", "heuristic", "TOpLib-style interference-graph colouring into scratchpad partitions"),
+        Method("exact", "exact", "MILP (HiGHS by default; any Pyomo solver with --solver pyomo:NAME)", "highs"),
+        Method("cpsat", "exact", "The same MILP solved by OR-Tools CP-SAT", "cpsat"),
+    )
+
+    # ------------------------------------------------------------------------------------------------ data
+    def prepare(self, instance: Instance) -> PinningData:
+        options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
+        acc = instance.hardware
+        if not acc.scratchpads:
+            raise InputError("the accelerator has no scratchpad to pin tensors in", file=instance.source,
+                             path=("hardware", "memories"), expected="at least one memory of kind 'scratchpad'")
+        mode = options["oversize"]
+        infeasible = None
+        if mode == "tile":
+            from dlaopt.formulations.pinning.tiling import tiled_graph
+
+            try:
+                graph = tiled_graph(instance.workload, acc, chunk_fraction=float(options["chunk_fraction"]))
+            except InfeasibleInstanceError as exc:
+                graph = untiled_graph(instance.workload, acc)
+                infeasible = str(exc)
+        else:
+            graph = untiled_graph(instance.workload, acc, cap=mode == "cap")
+            bad = unplaceable_steps(graph)
+            if bad:
+                st = graph.steps[bad[0]]
+                biggest = max(st.operands, key=lambda b: graph.buffers[b].size_bytes)
+                buf = graph.buffers[biggest]
+                caps = ", ".join(f"{s.name} {s.capacity} B" for s in graph.scratchpads)
+                msg = (f"the operands of operator '{st.op}' do not fit the scratchpads together (largest: tensor "
+                       f"'{buf.tensor}', {buf.size_bytes} B; scratchpads: {caps})")
+                if mode == "error":
+                    raise InputError(msg, file=instance.source, path=("options", "oversize"),
+                                     expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
+                infeasible = msg
+        return PinningData(graph, acc, instance.objective, bool(options["pin_weights"]), instance.source, infeasible)
+
+    def infeasibility_reason(self, data: PinningData) -> str | None:
+        if data.infeasible:
+            return data.infeasible
+        for b, buf in enumerate(data.graph.buffers):
+            if data.graph.uses[b] and not any(buf.role in s.holds for s in data.graph.scratchpads):
+                return f"no scratchpad may hold tensor '{buf.tensor}' (role {buf.role.value})"
+        bad = unplaceable_steps(data.graph)
+        if bad:
+            return f"the operands of step '{data.graph.steps[bad[0]].name}' do not fit the scratchpads together"
+        return None
+
+    def describe(self, data: PinningData) -> dict[str, Any]:
+        base = data.baseline() if data.infeasible is None else {}
+        return {**data.graph.summary(), "objective": data.objective, "compute_cycles": data.compute_cycles, **base}
+
+    # ------------------------------------------------------------------------------------------------ methods
+    def run_heuristic(self, method: str, data: PinningData, options: SolveOptions) -> PinningSolution:
+        return HEURISTICS[method](data.graph, data.pin_weights)
+
+    def build_milp(self, data: PinningData) -> MilpFormulation[PinningSolution]:
+        return build_pinning_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
+
+    # ------------------------------------------------------------------------------------------------ evaluation
+    def evaluate(self, data: PinningData, solution: PinningSolution) -> Evaluation:
+        violations = check_constraints(data.graph, solution)
+        if violations and "residency covers" in violations[0]:
+            return Evaluation(False, None, violations)
+        t = count_transfers(data.graph, solution)
+        obj = objective_value(data.graph, t, data.objective, data.dma)
+        metrics = pinning_metrics(data, t.loads, t.stores)
+        metrics["thesis_transitions_bytes"] = objective_value(data.graph, t, "thesis", data.dma)
+        return Evaluation(not violations, obj, violations, metrics)
+
+    def solution_to_dict(self, data: PinningData, solution: PinningSolution) -> dict[str, Any]:
+        return solution.to_dict(data.graph)
+
+    def solution_from_dict(self, data: PinningData, doc: Mapping[str, Any]) -> PinningSolution:
+        return PinningSolution.from_dict(data.graph, doc, path=("solution",))

@@ -1,0 +1,273 @@
+"""The solve-and-verify harness: one path for every problem and every method.
+
+``solve(instance, method)``: prepare the data; run the heuristics and verify each; for an exact method build the
+model, warm-start it from the best verified heuristic, solve, decode to a backend-independent solution and verify
+it with the problem's independent evaluator. A solution the evaluator rejects, or whose recomputed objective differs
+from the solver's, is an ``error`` — never a silent answer. When the exact solve finds nothing, the verified
+heuristic solution is returned as ``feasible``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlaopt.errors import InputError
+from dlaopt.formulations import get_problem
+from dlaopt.formulations.base import Evaluation, HeuristicFailure, Problem
+from dlaopt.io.instance import Instance
+from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
+
+OBJECTIVE_TOLERANCE = 1e-6  # relative; solver and evaluator objectives must agree to this
+
+
+@dataclass
+class Result:
+    problem: str
+    instance: str
+    method: str
+    objective_name: str
+    status: Status
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    time_s: float = 0.0
+    prepare_time_s: float = 0.0
+    build_time_s: float = 0.0
+    solve_time_s: float = 0.0
+    solver: str | None = None
+    solver_version: str | None = None
+    verified: bool = False
+    verification: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    solution: dict[str, Any] | None = None
+    trace: list[TracePoint] = field(default_factory=list)
+    warm_start: dict[str, Any] | None = None
+    model_stats: dict[str, int] | None = None
+    message: str = ""
+
+    def to_dict(self, *, with_solution: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "problem": self.problem,
+            "instance": self.instance,
+            "method": self.method,
+            "objective_name": self.objective_name,
+            "status": self.status.value,
+            "objective": _num(self.objective),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "time_s": self.time_s,
+            "prepare_time_s": self.prepare_time_s,
+            "build_time_s": self.build_time_s,
+            "solve_time_s": self.solve_time_s,
+            "solver": self.solver,
+            "solver_version": self.solver_version,
+            "verified": self.verified,
+            "verification": self.verification,
+            "metrics": self.metrics,
+            "warm_start": self.warm_start,
+            "model_stats": self.model_stats,
+            "trace": [dataclasses.asdict(t) for t in self.trace],
+            "message": self.message,
+        }
+        if with_solution:
+            d["solution"] = self.solution
+        return d
+
+    def solution_document(self) -> dict[str, Any]:
+        """The envelope written by ``dlaopt solve -o`` and read by ``dlaopt verify``."""
+        return {"problem": self.problem, "instance": self.instance, "method": self.method,
+                "objective": self.objective_name, "objective_value": _num(self.objective),
+                "solution": self.solution or {}}
+
+
+def _num(v: float | None) -> float | None:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, float) and math.isinf(v):
+        return None
+    return v
+
+
+@dataclass
+class Prepared:
+    """An instance with its problem and prepared data, shared between the methods of one comparison."""
+
+    instance: Instance
+    problem: Problem[Any, Any]
+    data: Any
+    prepare_time_s: float
+    heuristic_cache: dict[str, tuple[Any, Evaluation | None, float, str]] = field(default_factory=dict)
+
+
+def prepare(instance: Instance) -> Prepared:
+    problem = get_problem(instance.problem)
+    t0 = time.perf_counter()
+    data = problem.prepare(instance)
+    return Prepared(instance, problem, data, time.perf_counter() - t0)
+
+
+def _run_heuristic(p: Prepared, method: str, options: SolveOptions) -> tuple[Any, Evaluation | None, float, str]:
+    """(solution, evaluation, seconds, message); cached per prepared instance (heuristics are deterministic)."""
+    if method not in p.heuristic_cache:
+        t0 = time.perf_counter()
+        try:
+            sol = p.problem.run_heuristic(method, p.data, options)
+            ev = p.problem.evaluate(p.data, sol)
+            msg = "" if ev.feasible else "the evaluator rejected the heuristic's solution: " + "; ".join(ev.violations[:3])
+        except HeuristicFailure as exc:
+            sol, ev, msg = None, None, str(exc)
+        p.heuristic_cache[method] = (sol, ev, time.perf_counter() - t0, msg)
+    return p.heuristic_cache[method]
+
+
+def solve(
+    instance: Instance | Prepared,
+    method: str = "exact",
+    *,
+    solver: str | None = None,
+    options: SolveOptions | None = None,
+    warm_start_methods: Sequence[str] | None = None,
+) -> Result:
+    """Solve ``instance`` with ``method`` and return a verified :class:`Result` (never raises for solver trouble)."""
+    t_start = time.perf_counter()
+    p = instance if isinstance(instance, Prepared) else prepare(instance)
+    options = options or SolveOptions()
+    problem = p.problem
+    try:
+        spec = problem.method(method)
+    except KeyError:
+        raise InputError(f"unknown method '{method}' for problem '{problem.name}'", path=("method",),
+                         expected="one of: " + ", ".join(m.name for m in problem.methods)) from None
+    res = Result(problem.name, p.instance.name, method, p.instance.objective, Status.ERROR,
+                 prepare_time_s=p.prepare_time_s)
+
+    reason = problem.infeasibility_reason(p.data)
+    if reason:
+        res.status = Status.INFEASIBLE
+        res.message = reason
+        res.time_s = time.perf_counter() - t_start
+        return res
+
+    if spec.kind == "heuristic":
+        sol, ev, secs, msg = _run_heuristic(p, method, options)
+        res.solve_time_s = secs
+        res.solver = method
+        if sol is None:
+            res.status, res.message = Status.NO_SOLUTION, msg
+        else:
+            _attach(res, problem, p.data, sol, ev)
+            res.status = Status.FEASIBLE if res.verified else Status.ERROR
+            res.message = msg
+        res.time_s = time.perf_counter() - t_start
+        return res
+
+    # ---- exact: warm start from the best verified heuristic
+    best: tuple[str, Any, Evaluation] | None = None
+    for h in warm_start_methods if warm_start_methods is not None else problem.heuristic_names:
+        sol, ev, _, _ = _run_heuristic(p, h, options)
+        if sol is not None and ev is not None and ev.feasible and ev.objective is not None and (
+                best is None or ev.objective < best[2].objective):  # type: ignore[operator]
+            best = (h, sol, ev)
+
+    from dlaopt.solvers.backends import solve_linear
+
+    t0 = time.perf_counter()
+    form = problem.build_milp(p.data)
+    res.build_time_s = time.perf_counter() - t0
+    res.model_stats = form.model.stats()
+    run_opts = dataclasses.replace(options)
+    if best is not None:
+        try:
+            run_opts.warm_start = form.encode(best[1])
+            res.warm_start = {"method": best[0], "objective": best[2].objective}
+        except ValueError as exc:  # a heuristic placement the model cannot represent: solve cold
+            res.warm_start = {"method": best[0], "objective": best[2].objective, "rejected": str(exc)}
+    backend = solver or spec.default_solver or "highs"
+    br = solve_linear(form.model, backend, run_opts)
+    res.solver, res.solver_version = br.solver, br.solver_version
+    res.solve_time_s = br.solve_time_s
+    res.trace = list(br.trace)
+    res.bound = br.bound + form.objective_offset if br.bound is not None else None
+
+    if br.x is not None:
+        sol = form.decode(br.x)
+        ev = problem.evaluate(p.data, sol)
+        _attach(res, problem, p.data, sol, ev)
+        solver_obj = (br.objective + form.objective_offset) if br.objective is not None else None
+        if not ev.feasible:
+            res.status = Status.ERROR
+            res.message = "the evaluator rejected the solver's solution: " + "; ".join(ev.violations[:5])
+        elif solver_obj is None or ev.objective is None or abs(ev.objective - solver_obj) > OBJECTIVE_TOLERANCE * max(
+                1.0, abs(ev.objective)):
+            res.status = Status.ERROR
+            res.message = (f"objective mismatch: the solver reports {solver_obj}, the evaluator recomputes "
+                           f"{ev.objective}")
+        else:
+            res.status = Status.OPTIMAL if br.status == Status.OPTIMAL else Status.FEASIBLE
+            res.message = br.message
+            if best is not None and best[2].objective < ev.objective - OBJECTIVE_TOLERANCE * max(  # type: ignore[operator]
+                    1.0, abs(ev.objective)):
+                # the solver lost the warm start and stopped on something worse: keep the heuristic's answer
+                _attach(res, problem, p.data, best[1], best[2])
+                res.status = Status.FEASIBLE
+                res.message = f"solver incumbent worse than the '{best[0]}' warm start; returning the warm start"
+    elif best is not None and br.status != Status.INFEASIBLE:
+        _attach(res, problem, p.data, best[1], best[2])
+        res.status = Status.FEASIBLE
+        res.message = (f"{br.solver} found no solution ({br.status.value}: {br.message}); "
+                       f"returning the verified '{best[0]}' heuristic solution")
+    elif br.status == Status.INFEASIBLE and best is not None:
+        res.status = Status.ERROR
+        res.message = f"the model is reported infeasible although '{best[0]}' found a verified solution"
+    else:
+        res.status = br.status if br.status != Status.OPTIMAL else Status.ERROR
+        res.message = br.message or "no solution"
+    if res.objective is not None and res.bound is not None and res.bound > res.objective:
+        res.bound = res.objective  # numerical noise in the dual bound
+    res.gap = relative_gap(res.objective, res.bound)
+    if res.status == Status.OPTIMAL and res.gap is not None and res.gap > max(options.mip_rel_gap, 1e-9) * 1.0001:
+        res.status = Status.FEASIBLE
+    res.time_s = time.perf_counter() - t_start
+    return res
+
+
+def _attach(res: Result, problem: Problem[Any, Any], data: Any, sol: Any, ev: Evaluation | None) -> None:
+    if ev is None:
+        ev = problem.evaluate(data, sol)
+    res.verified = ev.feasible
+    res.objective = ev.objective
+    res.verification = {"verified": ev.feasible, "objective": ev.objective, "violations": list(ev.violations)}
+    res.metrics = dict(ev.metrics)
+    res.solution = problem.solution_to_dict(data, sol)
+
+
+def compare(
+    instance: Instance | Prepared,
+    methods: Sequence[str] | None = None,
+    *,
+    solver: str | None = None,
+    options: SolveOptions | None = None,
+) -> list[Result]:
+    """Every method on one prepared instance (heuristics run once and are shared as warm starts)."""
+    p = instance if isinstance(instance, Prepared) else prepare(instance)
+    names = list(methods) if methods else [m.name for m in p.problem.methods]
+    out = []
+    for name in names:
+        spec_solver = solver if p.problem.method(name).kind == "exact" and name == "exact" else None
+        out.append(solve(p, name, solver=spec_solver, options=options))
+    return out
+
+
+def verify(instance: Instance | Prepared, document: Mapping[str, Any]) -> Evaluation:
+    """Check a serialized solution against an instance with the problem's independent evaluator."""
+    p = instance if isinstance(instance, Prepared) else prepare(instance)
+    if document.get("problem") != p.problem.name:
+        raise InputError(f"the solution is for problem '{document.get('problem')}', the instance is "
+                         f"'{p.problem.name}'", path=("problem",))
+    sol = p.problem.solution_from_dict(p.data, document.get("solution") or {})
+    return p.problem.evaluate(p.data, sol)
