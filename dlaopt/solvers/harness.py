@@ -118,7 +118,7 @@ def _run_heuristic(p: Prepared, method: str, options: SolveOptions) -> tuple[Any
         try:
             sol = p.problem.run_heuristic(method, p.data, options)
             ev = p.problem.evaluate(p.data, sol)
-            msg = "" if ev.feasible else "the evaluator rejected the heuristic's solution: " + "; ".join(ev.violations[:3])
+            msg = "" if ev.feasible else "the evaluator rejected the solution: " + "; ".join(ev.violations[:3])
         except HeuristicFailure as exc:
             sol, ev, msg = None, None, str(exc)
         p.heuristic_cache[method] = (sol, ev, time.perf_counter() - t0, msg)
