@@ -77,7 +77,8 @@ class Workload:
                 )
             if not t.role.is_produced and name in producer:
                 raise InputError(
-                    f"tensor '{name}' has role {t.role.value} but is produced by '{self.operators[producer[name]].name}'",
+                    f"tensor '{name}' has role {t.role.value} but is produced by "
+                    f"'{self.operators[producer[name]].name}'",
                     path=("tensors", name, "role"),
                     expected="activation or output for produced tensors",
                 )

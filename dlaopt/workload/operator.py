@@ -175,12 +175,11 @@ def normalize_attrs(kind: OpKind, attrs: Mapping[str, Any]) -> dict[str, Any]:
         a["sizes"] = tuple(int(v) for v in a["sizes"])
     else:  # pragma: no cover - exhaustive over OpKind
         raise OperatorSpecError(f"unknown operator kind {kind!r}", "kind")
-    if "activation" in allowed and a.get("activation") is not None:
-        if a["activation"] not in ACTIVATION_FUNCTIONS:
-            raise OperatorSpecError(
-                f"fused 'activation' must be one of {sorted(ACTIVATION_FUNCTIONS)}, got {a['activation']!r}",
-                "activation",
-            )
+    act = a.get("activation") if "activation" in allowed else None
+    if act is not None and act not in ACTIVATION_FUNCTIONS:
+        raise OperatorSpecError(
+            f"fused 'activation' must be one of {sorted(ACTIVATION_FUNCTIONS)}, got {act!r}", "activation"
+        )
     unknown = set(a) - allowed
     if unknown:
         raise OperatorSpecError(
@@ -331,7 +330,9 @@ def infer_output_shapes(kind: OpKind, attrs: Mapping[str, Any], inputs: Sequence
     raise OperatorSpecError(f"unknown operator kind {kind!r}", "kind")  # pragma: no cover
 
 
-def loop_dims(kind: OpKind, attrs: Mapping[str, Any], inputs: Sequence[Shape], outputs: Sequence[Shape]) -> dict[str, int]:
+def loop_dims(
+    kind: OpKind, attrs: Mapping[str, Any], inputs: Sequence[Shape], outputs: Sequence[Shape]
+) -> dict[str, int]:
     """The loop dimensions of the operator's loop nest (see the module docstring)."""
     if kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D):
         (n, c, _, _), (k, cg, r, s) = inputs[0], inputs[1]

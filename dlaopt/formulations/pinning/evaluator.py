@@ -52,10 +52,9 @@ def count_transfers(graph: PinningGraph, sol: PinningSolution) -> Transfers:
             m = lo + i
             k = int(row[i])
             if k != prev:
-                if prev >= 0:  # exit from prev while live
-                    if dirty:
-                        stores[b] += 1
-                        dirty = False
+                if prev >= 0 and dirty:  # exit from prev while live and dirty: store
+                    stores[b] += 1
+                    dirty = False
                 if k >= 0:
                     runs[b] += 1
                     if m != first_write:
@@ -89,13 +88,13 @@ def check_constraints(graph: PinningGraph, sol: PinningSolution, limit: int = 50
         for i in np.flatnonzero(row >= 0):
             m, k = lo + int(i), int(row[i])
             spm = graph.scratchpads[k]
+            written = m in graph.write_steps[b]
             if buf.role not in spm.holds:
                 out.append(f"buffer '{buf.name}' ({buf.role.value}) in '{spm.name}' at step {m}, which may not hold "
                            f"{buf.role.value} tensors")
-            if not spm.allows(buf.role, read=m in graph.read_steps[b], written=m in graph.write_steps[b]):
-                if buf.role in spm.holds:
-                    out.append(f"buffer '{buf.name}' in {spm.access.value}-only '{spm.name}' at step {m} "
-                               f"('{graph.steps[m].name}'), which {'writes' if m in graph.write_steps[b] else 'reads'} it")
+            elif not spm.allows(buf.role, read=m in graph.read_steps[b], written=written):
+                out.append(f"buffer '{buf.name}' in {spm.access.value}-only '{spm.name}' at step {m} "
+                           f"('{graph.steps[m].name}'), which {'writes' if written else 'reads'} it")
             occupancy[k, m] += buf.size_bytes
         for m in graph.uses[b]:
             if row[m - lo] < 0:

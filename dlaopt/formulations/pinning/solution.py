@@ -52,7 +52,9 @@ class PinningSolution:
         return {"scratchpads": names, "steps": [s.name for s in graph.steps], "residency": out}
 
     @classmethod
-    def from_dict(cls, graph: PinningGraph, doc: Mapping[str, Any], *, path: Sequence[str | int] = ()) -> PinningSolution:
+    def from_dict(
+        cls, graph: PinningGraph, doc: Mapping[str, Any], *, path: Sequence[str | int] = ()
+    ) -> PinningSolution:
         path = tuple(path)
         residency = doc.get("residency")
         if not isinstance(residency, Mapping):
