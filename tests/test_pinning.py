@@ -10,6 +10,7 @@ from dlaopt.formulations.pinning.data import untiled_graph
 from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
+from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.io.instance import Instance
 from dlaopt.solvers.backends import solve_linear
@@ -23,8 +24,8 @@ CASES = [(seed, [48, 24], None) for seed in range(8)] + [
 ]
 
 
-def _exact(graph, objective, dma, solver):
-    form = build_pinning_milp(graph, objective, dma)
+def _exact(graph, objective, dma, solver, builder=build_gap_milp):
+    form = builder(graph, objective, dma)
     br = solve_linear(form.model, solver, DETERMINISTIC)
     assert br.status in (Status.OPTIMAL, Status.INFEASIBLE), br.message
     if br.status == Status.INFEASIBLE:
@@ -41,13 +42,14 @@ def test_exact_equals_brute_force(seed, caps, accesses, objective):
     for solver in ("highs", "cpsat"):
         if solver == "cpsat" and objective == "dma_cycles":
             continue  # fractional per-byte costs: covered by the scaled-objective test below
-        got, sol = _exact(graph, objective, dma, solver)
-        if expected is None:
-            assert got is None
-            continue
-        assert got == pytest.approx(expected, abs=1e-6), solver
-        assert check_constraints(graph, sol) == []
-        assert objective_value(graph, count_transfers(graph, sol), objective, dma) == pytest.approx(expected)
+        for builder in (build_gap_milp, build_pinning_milp):
+            got, sol = _exact(graph, objective, dma, solver, builder)
+            if expected is None:
+                assert got is None
+                continue
+            assert got == pytest.approx(expected, abs=1e-6), (solver, builder.__name__)
+            assert check_constraints(graph, sol) == []
+            assert objective_value(graph, count_transfers(graph, sol), objective, dma) == pytest.approx(expected)
 
 
 def test_cpsat_with_fractional_costs_matches_highs():
@@ -55,6 +57,34 @@ def test_cpsat_with_fractional_costs_matches_highs():
     a, _ = _exact(graph, "dma_cycles", dma, "highs")
     b, _ = _exact(graph, "dma_cycles", dma, "cpsat")
     assert a == pytest.approx(b, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gap_model_prices_heuristics_like_the_evaluator(seed):
+    """The gap model's encoding drops partial residencies inside a gap: feasible, priced exactly as the evaluator
+    prices the decoded solution, and never costlier than the heuristic's own placement."""
+    acc = small_accelerator([64, 40, 32])
+    graph = untiled_graph(random_workload(seed, n_ops=7), acc)
+    for objective in ("transfers", "dma_cycles", "thesis"):
+        form = build_gap_milp(graph, objective, acc.dma)
+        for name, h in HEURISTICS.items():
+            sol = h(graph, True)
+            x = form.encode(sol)
+            assert form.model.max_violation(x) < 1e-9, name
+            decoded = form.decode(x)
+            assert check_constraints(graph, decoded) == []
+            priced = objective_value(graph, count_transfers(graph, decoded), objective, acc.dma)
+            assert form.model.objective_value(x) == pytest.approx(priced), (objective, name)
+            assert priced <= objective_value(graph, count_transfers(graph, sol), objective, acc.dma) + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merged_relaxation_bounds_the_optimum(seed):
+    graph, dma = tiny_graph(seed, [32, 32, 24], n_ops=4)
+    full, _ = _exact(graph, "transfers", dma, "highs")
+    relaxed, _ = _exact(merged_graph(graph), "transfers", dma, "highs")
+    if full is not None:
+        assert relaxed is not None and relaxed <= full + 1e-9
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -110,8 +140,11 @@ def test_known_optimum_of_a_chain_with_reuse():
     roomy = solve(_instance(wl, small_accelerator([100])), "exact", options=DETERMINISTIC)
     assert roomy.objective == 20  # load x (10) + store the output (10)
     # 20 bytes: step b needs a and b.out (20); step c needs a, b.out, c.out (30) -> does not fit
-    tight = solve(_instance(wl, small_accelerator([20])), "exact", options=DETERMINISTIC)
-    assert tight.status == Status.INFEASIBLE
+    tight = solve(_instance(wl, small_accelerator([20]), options={"oversize": "cap"}), "exact", options=DETERMINISTIC)
+    assert tight.status == Status.INFEASIBLE and "do not fit" in tight.message
+    tiled = solve(_instance(wl, small_accelerator([20])), "exact", options=DETERMINISTIC)
+    assert tiled.status == Status.OPTIMAL and tiled.verified  # rebuilt into tiles, it fits
+    assert len(tiled.solution["steps"]) > 3
     two = solve(_instance(wl, small_accelerator([20, 10])), "exact", options=DETERMINISTIC)
     assert two.status == Status.OPTIMAL and two.objective == 20
 
@@ -125,8 +158,13 @@ def test_infeasible_instance_says_why():
     res = solve(_instance(wl, small_accelerator([512, 512]), options={"oversize": "cap"}), "exact")
     assert res.status in (Status.OPTIMAL, Status.FEASIBLE)  # capped: fits
     res = solve(_instance(wl, small_accelerator([16])), "exact")
+    assert res.status == Status.OPTIMAL  # rebuilt into 16-byte tiles
+    b = NetworkBuilder("wide", dtype_bytes=64)  # one element is larger than the scratchpad: no tiling helps
+    x = b.input("x", (4,))
+    wl = b.build([b.activation(x, "relu", name="relu_op")])
+    res = solve(_instance(wl, small_accelerator([32, 32])), "exact")
     assert res.status == Status.INFEASIBLE
-    assert "r" in res.message
+    assert "relu_op" in res.message and res.solution is None
 
 
 def test_solution_round_trip_and_verify():

@@ -86,6 +86,11 @@ class Problem(ABC, Generic[D, S]):
     def build_milp(self, data: D) -> MilpFormulation[S]:
         """The exact model as a MILP (solved by HiGHS, CP-SAT or any Pyomo solver)."""
 
+    def relaxations(self, data: D) -> list[tuple[str, MilpFormulation[S]]]:
+        """Relaxations whose proven bound is a valid lower bound of the exact optimum (solved first by the
+        harness; when the warm start already meets such a bound it is optimal and the full model is skipped)."""
+        return []
+
     # -------------------------------------------------------------------------------------------- evaluation
     @abstractmethod
     def evaluate(self, data: D, solution: S) -> Evaluation:

@@ -48,6 +48,7 @@ class Result:
     trace: list[TracePoint] = field(default_factory=list)
     warm_start: dict[str, Any] | None = None
     model_stats: dict[str, int] | None = None
+    relaxations: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
 
     def to_dict(self, *, with_solution: bool = True) -> dict[str, Any]:
@@ -71,6 +72,7 @@ class Result:
             "metrics": self.metrics,
             "warm_start": self.warm_start,
             "model_stats": self.model_stats,
+            "relaxations": self.relaxations,
             "trace": [dataclasses.asdict(t) for t in self.trace],
             "message": self.message,
         }
@@ -176,9 +178,34 @@ def solve(
 
     from dlaopt.solvers.backends import solve_linear
 
+    backend = solver or spec.default_solver or "highs"
+    # ---- relaxations first: a valid lower bound, and a proof of optimality when the warm start meets it
+    relax_bound: float | None = None
+    t_relax = time.perf_counter()
+    for name, rf in problem.relaxations(p.data):
+        t0 = time.perf_counter()
+        rb = solve_linear(rf.model, backend, dataclasses.replace(options, warm_start=None, progress=None))
+        res.build_time_s += time.perf_counter() - t0 - rb.solve_time_s
+        res.solve_time_s += rb.solve_time_s
+        b = rb.bound + rf.objective_offset if rb.bound is not None else None
+        res.relaxations.append({"name": name, "status": rb.status.value, "bound": b, "time_s": rb.solve_time_s,
+                                "model_stats": rf.model.stats()})
+        if b is not None and rb.status in (Status.OPTIMAL, Status.FEASIBLE):
+            relax_bound = b if relax_bound is None else max(relax_bound, b)
+    if best is not None and relax_bound is not None and best[2].objective <= relax_bound + OBJECTIVE_TOLERANCE * max(
+            1.0, abs(relax_bound)):
+        _attach(res, problem, p.data, best[1], best[2])
+        res.status, res.bound, res.gap, res.solver = Status.OPTIMAL, relax_bound, 0.0, backend
+        res.message = f"the '{best[0]}' warm start meets the relaxation bound: optimal without the full model"
+        res.time_s = time.perf_counter() - t_start
+        return res
+    if options.time_limit is not None:
+        left = options.time_limit - (time.perf_counter() - t_relax)
+        options = dataclasses.replace(options, time_limit=max(0.1, left))
+
     t0 = time.perf_counter()
     form = problem.build_milp(p.data)
-    res.build_time_s = time.perf_counter() - t0
+    res.build_time_s += time.perf_counter() - t0
     res.model_stats = form.model.stats()
     run_opts = dataclasses.replace(options)
     if best is not None:
@@ -187,12 +214,13 @@ def solve(
             res.warm_start = {"method": best[0], "objective": best[2].objective}
         except ValueError as exc:  # a heuristic placement the model cannot represent: solve cold
             res.warm_start = {"method": best[0], "objective": best[2].objective, "rejected": str(exc)}
-    backend = solver or spec.default_solver or "highs"
     br = solve_linear(form.model, backend, run_opts)
     res.solver, res.solver_version = br.solver, br.solver_version
-    res.solve_time_s = br.solve_time_s
+    res.solve_time_s += br.solve_time_s
     res.trace = list(br.trace)
     res.bound = br.bound + form.objective_offset if br.bound is not None else None
+    if relax_bound is not None and (res.bound is None or relax_bound > res.bound):
+        res.bound = relax_bound
 
     if br.x is not None:
         sol = form.decode(br.x)
@@ -230,6 +258,8 @@ def solve(
     if res.objective is not None and res.bound is not None and res.bound > res.objective:
         res.bound = res.objective  # numerical noise in the dual bound
     res.gap = relative_gap(res.objective, res.bound)
+    if res.status == Status.FEASIBLE and res.gap == 0.0 and res.verified:
+        res.status = Status.OPTIMAL  # the incumbent meets a proven bound (e.g. a relaxation's)
     if res.status == Status.OPTIMAL and res.gap is not None and res.gap > max(options.mip_rel_gap, 1e-9) * 1.0001:
         res.status = Status.FEASIBLE
     res.time_s = time.perf_counter() - t_start

@@ -116,7 +116,7 @@ class PinningGraph:
     @cached_property
     def window(self) -> list[tuple[int, int]]:
         """Buffer → [first, last] steps during which it may be resident (production or first use .. last use)."""
-        return [(u[0], u[-1]) for u in self.uses]
+        return [(u[0], u[-1]) if u else (0, -1) for u in self.uses]  # (0, -1): never used, never resident
 
     def allowed(self, b: int, k: int, m: int) -> bool:
         """May buffer ``b`` sit in scratchpad ``k`` during step ``m`` (window, role, access and size)?"""

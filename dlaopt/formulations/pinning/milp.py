@@ -55,6 +55,22 @@ def allowed_mask(graph: PinningGraph, b: int, *, pin_weights: bool = True) -> np
     return mask
 
 
+def add_capacity_rows(mb: LinearModelBuilder, graph: PinningGraph, spm: np.ndarray, step: np.ndarray,
+                      col: np.ndarray, size: np.ndarray) -> None:
+    """Capacity rows sum(size * col) <= Q_k for each (scratchpad, step), given as parallel arrays of occupancy
+    terms; rows whose terms could never exceed the capacity are left out."""
+    n_steps = len(graph.steps)
+    cap = np.array([s.capacity for s in graph.scratchpads], dtype=float)
+    key = spm * n_steps + step
+    total = np.bincount(key, weights=size, minlength=len(cap) * n_steps)
+    binding = np.flatnonzero(total > np.repeat(cap, n_steps) + 1e-9)
+    row_of_key = np.full(len(cap) * n_steps, -1, dtype=np.int64)
+    row_of_key[binding] = np.arange(binding.size)
+    sel = row_of_key[key] >= 0
+    mb.add_rows("capacity", int(binding.size), row_of_key[key[sel]], col[sel], size[sel],
+                upper=cap[binding // n_steps])
+
+
 def transfer_costs(graph: PinningGraph, objective: str, dma: DMA) -> np.ndarray:
     sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
     if objective == "dma_cycles":
@@ -65,7 +81,6 @@ def transfer_costs(graph: PinningGraph, objective: str, dma: DMA) -> np.ndarray:
 def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True
                        ) -> MilpFormulation[PinningSolution]:
     n_spm = len(graph.scratchpads)
-    n_steps = len(graph.steps)
     cost = transfer_costs(graph, objective, dma)
     sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
     mb = LinearModelBuilder(f"pinning-{objective}")
@@ -90,7 +105,7 @@ def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_wei
         lo, _ = graph.window[b]
         length = t.shape[1]
         uses = np.zeros(length, dtype=bool)
-        uses[np.asarray(graph.uses[b]) - lo] = True
+        uses[np.asarray(graph.uses[b], dtype=np.int64) - lo] = True
         k_idx, m_idx = np.nonzero(t >= 0)
         rr.append(n_res + m_idx)
         rc.append(t[k_idx, m_idx])
@@ -110,17 +125,8 @@ def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_wei
         cap_col.append(t[k_idx, m_idx])
         cap_val.append(np.full(k_idx.size, sizes[b]))
     if cap_k:
-        ck, cm = np.concatenate(cap_k), np.concatenate(cap_m)
-        ccol, cval = np.concatenate(cap_col), np.concatenate(cap_val)
-        key = ck * n_steps + cm
-        total = np.bincount(key, weights=cval, minlength=n_spm * n_steps)
-        capacity = np.array([s.capacity for s in graph.scratchpads], dtype=float)
-        binding_keys = np.flatnonzero(total > np.repeat(capacity, n_steps) + 1e-9)
-        row_of_key = np.full(n_spm * n_steps, -1, dtype=np.int64)
-        row_of_key[binding_keys] = np.arange(binding_keys.size)
-        sel = row_of_key[key] >= 0
-        mb.add_rows("capacity", int(binding_keys.size), row_of_key[key[sel]], ccol[sel], cval[sel],
-                    upper=capacity[binding_keys // n_steps])
+        add_capacity_rows(mb, graph, np.concatenate(cap_k), np.concatenate(cap_m), np.concatenate(cap_col),
+                          np.concatenate(cap_val))
 
     # ---- transition structure: for every (b, k, m) in [lo, hi+1], columns of x at m and m-1 (or -1)
     cur_l, prev_l, buf_l, step_l = [], [], [], []

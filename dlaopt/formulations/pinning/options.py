@@ -27,6 +27,12 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": 0.5,
             "description": "Target size of a tile's operand chunks as a fraction of the smallest scratchpad.",
         },
+        "formulation": {
+            "enum": ["gaps", "steps"],
+            "default": "gaps",
+            "description": "Exact model: 'gaps' (default) decides per use and per gap between uses; 'steps' is "
+            "the thesis' x[n,k,m] per-step model (seed 000 §5.2). Both have the same optimum.",
+        },
         "pin_weights": {
             "type": "boolean",
             "default": True,

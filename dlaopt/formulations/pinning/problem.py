@@ -15,6 +15,7 @@ from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, un
 from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
+from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import DMA, Accelerator
 from dlaopt.solvers.result import SolveOptions
@@ -30,6 +31,7 @@ class PinningData:
     accelerator: Accelerator
     objective: str
     pin_weights: bool
+    formulation: str = "gaps"
     source: str | None = None
     infeasible: str | None = None  # why no solution can exist, when known
     _baseline: dict[str, float] = field(default_factory=dict)
@@ -144,7 +146,8 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                     raise InputError(msg, file=instance.source, path=("options", "oversize"),
                                      expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
                 infeasible = msg
-        return PinningData(graph, acc, instance.objective, bool(options["pin_weights"]), instance.source, infeasible)
+        return PinningData(graph, acc, instance.objective, bool(options["pin_weights"]), str(options["formulation"]),
+                           instance.source, infeasible)
 
     def infeasibility_reason(self, data: PinningData) -> str | None:
         if data.infeasible:
@@ -166,7 +169,15 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         return HEURISTICS[method](data.graph, data.pin_weights)
 
     def build_milp(self, data: PinningData) -> MilpFormulation[PinningSolution]:
-        return build_pinning_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
+        if data.formulation == "steps":
+            return build_pinning_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
+        return build_gap_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
+
+    def relaxations(self, data: PinningData) -> list[tuple[str, MilpFormulation[PinningSolution]]]:
+        if len(data.graph.scratchpads) < 2:
+            return []
+        merged = merged_graph(data.graph)
+        return [("merged-scratchpads", build_gap_milp(merged, data.objective, data.dma, pin_weights=data.pin_weights))]
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, data: PinningData, solution: PinningSolution) -> Evaluation:

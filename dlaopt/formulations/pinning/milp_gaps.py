@@ -1,0 +1,212 @@
+r"""The default exact pinning model: decisions per *use* and per *gap between uses* (vectorised build).
+
+Observation: between two consecutive uses :math:`u_j < u_{j+1}` of a buffer, some optimal solution either keeps the
+buffer in one scratchpad through the whole gap or drops it right after :math:`u_j`. Any other pattern exits a
+scratchpad inside the gap and so pays the reload at (or before) :math:`u_{j+1}` and the store (if dirty) anyway,
+while occupying more capacity. Hence no variable is needed at idle steps:
+
+.. math::
+
+    x_{b,k,j} \in \{0,1\}   &\quad b \text{ sits in } k \text{ at its use } u_j, \quad \textstyle\sum_k x_{b,k,j} = 1\\
+    g_{b,k,j} \in \{0,1\}   &\quad b \text{ kept in } k \text{ through the gap } (u_j, u_{j+1}),\quad
+                               g_{b,k,j} \le x_{b,k,j},\ g_{b,k,j} \le x_{b,k,j+1} \\
+    \textstyle\sum_{(b,j): u_j = m} s_b x_{b,k,j} + \sum_{(b,j): u_j < m < u_{j+1}} s_b g_{b,k,j} \le Q_k
+                            &\quad \forall k, m \\
+    z_{b,s} \ge 1 - \textstyle\sum_k g_{b,k,j} &\quad \text{gap } j \text{ exits in dirty segment } s
+                               \ (w_s \le u_j < w_{s+1})
+
+Cost (``transfers``/``dma_cycles`` with per-transfer cost :math:`c_b`): a load at the first use of an input or
+weight, a reload after every gap not kept (:math:`c_b (1 - \sum_k g_{b,k,j})`), one store per dirty segment with a
+dropped gap (:math:`c_b z_{b,s}`), and the final store of a graph output. ``thesis``: :math:`2 s_b` per residency run,
+i.e. :math:`2 s_b (1 + \sum_j (1 - \sum_k g_{b,k,j}))`.
+
+The same model over one merged scratchpad (capacity :math:`\sum_k Q_k`, any access) is a relaxation: its bound is a
+valid lower bound of the multi-scratchpad optimum (moves between scratchpads become free, packing is relaxed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dlaopt.formulations.base import MilpFormulation
+from dlaopt.formulations.pinning.data import PinningGraph, Scratchpad
+from dlaopt.formulations.pinning.milp import add_capacity_rows, allowed_mask, transfer_costs
+from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.hardware.model import DMA, SpmAccess
+from dlaopt.solvers.linear import LinearModelBuilder
+from dlaopt.workload.tensor import TensorRole
+
+
+def merged_graph(graph: PinningGraph) -> PinningGraph:
+    """The relaxation: every scratchpad merged into one of the total capacity that holds anything."""
+    holds = frozenset().union(*(s.holds for s in graph.scratchpads))
+    spm = Scratchpad("merged", sum(s.capacity for s in graph.scratchpads), SpmAccess.ANY, holds)
+    return dataclasses.replace(graph, scratchpads=(spm,))
+
+
+def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True
+                   ) -> MilpFormulation[PinningSolution]:
+    n_spm = len(graph.scratchpads)
+    sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
+    unit = 2 * sizes if objective == "thesis" else transfer_costs(graph, objective, dma)
+    mb = LinearModelBuilder(f"pinning-gaps-{objective}")
+    const = 0.0
+
+    uses = [np.asarray(u, dtype=np.int64) for u in graph.uses]
+    masks = [allowed_mask(graph, b, pin_weights=pin_weights) for b in range(len(graph.buffers))]
+
+    # ---- x: (buffer, spm, use) ----------------------------------------------------------------------------
+    xb, xk, xj, xm = [], [], [], []
+    for b, u in enumerate(uses):
+        if u.size == 0:
+            continue
+        lo = graph.window[b][0]
+        ok = masks[b][:, u - lo]  # (K, n_uses)
+        k_idx, j_idx = np.nonzero(ok)
+        xb.append(np.full(k_idx.size, b))
+        xk.append(k_idx)
+        xj.append(j_idx)
+        xm.append(u[j_idx])
+    xb_a, xk_a, xj_a, xm_a = (np.concatenate(a) if a else np.zeros(0, np.int64) for a in (xb, xk, xj, xm))
+    x = mb.add_vars("x", xb_a.size, lower=0.0, upper=1.0, integer=True)
+    use_offset = np.zeros(len(uses) + 1, dtype=np.int64)
+    use_offset[1:] = np.cumsum([u.size for u in uses])
+    use_row = use_offset[xb_a] + xj_a  # global (buffer, use) id
+    n_use_rows = int(use_offset[-1])
+    mb.add_rows("assign", n_use_rows, use_row, x, 1.0, lower=1.0, upper=1.0)
+    x_lookup = {(int(b), int(k), int(j)): int(c) for b, k, j, c in zip(xb_a, xk_a, xj_a, x, strict=True)}
+
+    # ---- g: (buffer, spm, gap) where the buffer may stay through the whole gap -------------------------------
+    gb, gk, gj = [], [], []
+    for b, u in enumerate(uses):
+        if u.size < 2:
+            continue
+        lo = graph.window[b][0]
+        m = masks[b]
+        # idle-allowed prefix sums to test "allowed at every interior step" per gap in O(1)
+        allowed_cum = np.concatenate([np.zeros((n_spm, 1), dtype=np.int64), np.cumsum(m, axis=1)], axis=1)
+        start, end = u[:-1] - lo, u[1:] - lo  # interior = (start, end)
+        interior_len = end - start - 1
+        interior_ok = (allowed_cum[:, end] - allowed_cum[:, start + 1]) == interior_len[None, :]
+        ends_ok = m[:, start] & m[:, end]
+        k_idx, j_idx = np.nonzero(interior_ok & ends_ok)
+        gb.append(np.full(k_idx.size, b))
+        gk.append(k_idx)
+        gj.append(j_idx)
+    gb_a, gk_a, gj_a = (np.concatenate(a) if a else np.zeros(0, np.int64) for a in (gb, gk, gj))
+    g = mb.add_vars("keep", gb_a.size, lower=0.0, upper=1.0, integer=True, cost=-unit[gb_a])
+    # every gap not kept costs one reload (thesis: one more run)
+    n_gaps = np.array([max(0, u.size - 1) for u in uses])
+    const += float((n_gaps * unit).sum())
+    # first use: inputs/weights are loaded (thesis: the first run)
+    for b, buf in enumerate(graph.buffers):
+        if uses[b].size == 0:
+            continue
+        if objective == "thesis" or buf.starts_in_memory:
+            const += unit[b]
+    # g <= x at both ends
+    x_start = np.array([x_lookup[(int(b), int(k), int(j))] for b, k, j in zip(gb_a, gk_a, gj_a, strict=True)],
+                       dtype=np.int64)
+    x_end = np.array([x_lookup[(int(b), int(k), int(j) + 1)] for b, k, j in zip(gb_a, gk_a, gj_a, strict=True)],
+                     dtype=np.int64)
+    n_g = g.size
+    for name, xe in (("keep_start", x_start), ("keep_end", x_end)):
+        mb.add_rows(name, n_g, np.concatenate([np.arange(n_g), np.arange(n_g)]), np.concatenate([g, xe]),
+                    np.concatenate([np.ones(n_g), -np.ones(n_g)]), upper=0.0)
+    # at most one scratchpad per gap (implied by the above, kept explicit for the LP)
+    gap_id = np.zeros(len(uses) + 1, dtype=np.int64)
+    gap_id[1:] = np.cumsum(n_gaps)
+    gap_row = gap_id[gb_a] + gj_a
+    mb.add_rows("keep_one", int(gap_id[-1]), gap_row, g, 1.0, upper=1.0)
+
+    # ---- stores (not for the thesis objective) -------------------------------------------------------------
+    enc_store: tuple[np.ndarray, np.ndarray] | None = None
+    if objective != "thesis":
+        seg_of_gap = np.full(int(gap_id[-1]), -1, dtype=np.int64)
+        z_cost, z_lower, n_z = [], [], 0
+        for b, writes in enumerate(graph.write_steps):
+            if not writes or uses[b].size == 0:
+                continue
+            output = graph.buffers[b].role == TensorRole.OUTPUT
+            w = np.asarray(writes, dtype=np.int64)
+            u = uses[b]
+            seg = np.searchsorted(w, u[:-1], side="right") - 1  # segment of the exit after each gap's start
+            for s in range(len(writes)):
+                last = s == len(writes) - 1
+                if last and output:
+                    const += unit[b]  # the final write-back, paid whatever happens
+                    continue
+                sel = np.flatnonzero(seg == s)
+                if sel.size == 0:
+                    continue
+                seg_of_gap[gap_id[b] + sel] = n_z
+                z_cost.append(unit[b])
+                z_lower.append(0.0)
+                n_z += 1
+        z = mb.add_vars("store", n_z, lower=np.array(z_lower), upper=1.0, cost=np.array(z_cost))
+        # z_s + sum_k g_{b,k,j} >= 1 for every gap j exiting in segment s
+        gaps_with_seg = np.flatnonzero(seg_of_gap >= 0)
+        row_of_gap = np.full(seg_of_gap.size, -1, dtype=np.int64)
+        row_of_gap[gaps_with_seg] = np.arange(gaps_with_seg.size)
+        g_sel = row_of_gap[gap_row] >= 0
+        rows = np.concatenate([np.arange(gaps_with_seg.size), row_of_gap[gap_row[g_sel]]])
+        cols = np.concatenate([z[seg_of_gap[gaps_with_seg]], g[g_sel]])
+        mb.add_rows("store", gaps_with_seg.size, rows, cols, 1.0, lower=1.0)
+        enc_store = (z, seg_of_gap)
+
+    # ---- capacity (k, m) -----------------------------------------------------------------------------------
+    rows_k = [xk_a]
+    rows_m = [xm_a]
+    cols = [x]
+    vals = [sizes[xb_a]]
+    # a kept gap occupies its interior steps u_j+1 .. u_{j+1}-1
+    if n_g:
+        g_start = np.array([uses[b][j] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64) + 1
+        g_end = np.array([uses[b][j + 1] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64)
+        lens = g_end - g_start
+        rep = np.repeat(np.arange(n_g), lens)
+        offs = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
+        rows_k.append(gk_a[rep])
+        rows_m.append(g_start[rep] + offs)
+        cols.append(g[rep])
+        vals.append(sizes[gb_a[rep]])
+    add_capacity_rows(mb, graph, np.concatenate(rows_k), np.concatenate(rows_m), np.concatenate(cols),
+                      np.concatenate(vals))
+
+    mb.c0 = const
+    model = mb.build()
+
+    def decode(sol_x: np.ndarray) -> PinningSolution:
+        sol = PinningSolution.empty(graph)
+        on = sol_x[x] > 0.5
+        for b, k, m in zip(xb_a[on], xk_a[on], xm_a[on], strict=True):
+            sol.set(graph, int(b), int(m), int(k))
+        kept = sol_x[g] > 0.5
+        for b, k, j in zip(gb_a[kept], gk_a[kept], gj_a[kept], strict=True):
+            lo = graph.window[b][0]
+            sol.placement[b][uses[b][j] + 1 - lo:uses[b][j + 1] - lo] = k
+        return sol
+
+    def encode(sol: PinningSolution) -> np.ndarray:
+        """The solution with every gap not kept whole in one scratchpad dropped (never costlier)."""
+        v = np.zeros(model.n_cols)
+        at = np.array([sol.at(graph, int(b), int(m)) for b, m in zip(xb_a, xm_a, strict=True)], dtype=np.int64)
+        v[x] = (at == xk_a).astype(float)
+        if (np.bincount(use_row, weights=v[x], minlength=n_use_rows) != 1).any():
+            raise ValueError("the solution does not place every buffer at each of its uses in an allowed scratchpad")
+        for c, b, k, j in zip(g, gb_a, gk_a, gj_a, strict=True):
+            lo = graph.window[b][0]
+            seg = sol.placement[b][uses[b][j] - lo:uses[b][j + 1] - lo + 1]
+            v[c] = float(bool((seg == k).all()))
+        if enc_store is not None:
+            z, seg_of_gap = enc_store
+            kept = np.bincount(gap_row, weights=v[g], minlength=seg_of_gap.size)
+            need = np.zeros(z.size)
+            has = seg_of_gap >= 0
+            np.maximum.at(need, seg_of_gap[has], 1.0 - kept[has])
+            v[z] = np.maximum(need, model.col_lower[z])
+        return v
+
+    return MilpFormulation(model=model, decode=decode, encode=encode)
