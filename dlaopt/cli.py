@@ -750,7 +750,10 @@ def schema(output: Path | None) -> None:
 # Literal[...] of strings -> a choice; no default -> required), the docstring as help, and a non-None return value
 # printed to stdout (JSON for mappings and lists). Decorating a function with `@experiment.command("name")` below
 # the group works as well, for commands whose options cannot be derived from a signature.
-EXPERIMENTS: dict[str, str] = {}
+EXPERIMENTS: dict[str, str] = {
+    "thesis-sweep": "dlaopt.experiments.commands:thesis_sweep",
+    "pinning-benchmark": "dlaopt.experiments.commands:pinning_benchmark",
+}
 
 
 class LazyGroup(click.Group):

@@ -91,6 +91,10 @@ class Problem(ABC, Generic[D, S]):
         harness; when the warm start already meets such a bound it is optimal and the full model is skipped)."""
         return []
 
+    def repair(self, data: D, relaxation: str, relaxed: S) -> S | None:
+        """A feasible solution built from a relaxation's solution (a primal heuristic), or ``None``."""
+        return None
+
     # -------------------------------------------------------------------------------------------- evaluation
     @abstractmethod
     def evaluate(self, data: D, solution: S) -> Evaluation:

@@ -192,6 +192,13 @@ def solve(
                                 "model_stats": rf.model.stats()})
         if b is not None and rb.status in (Status.OPTIMAL, Status.FEASIBLE):
             relax_bound = b if relax_bound is None else max(relax_bound, b)
+        if rb.x is not None:  # primal heuristic: repair the relaxed solution into a feasible one
+            repaired = problem.repair(p.data, name, rf.decode(rb.x))
+            if repaired is not None:
+                ev = problem.evaluate(p.data, repaired)
+                res.relaxations[-1]["repaired_objective"] = ev.objective if ev.feasible else None
+                if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[2].objective):
+                    best = (f"{name}+repair", repaired, ev)
     if best is not None and relax_bound is not None and best[2].objective <= relax_bound + OBJECTIVE_TOLERANCE * max(
             1.0, abs(relax_bound)):
         _attach(res, problem, p.data, best[1], best[2])

@@ -132,7 +132,9 @@ def onsram(graph: PinningGraph, *, pin_weights: bool = False) -> PinningSolution
 
 
 # ------------------------------------------------------------------------------------------------------ greedy
-def greedy(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolution:
+def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSolution | None = None) -> PinningSolution:
+    """With ``keep`` (e.g. a relaxation's solution over the same buffers and steps), an idle buffer stays resident
+    only at the steps where ``keep`` has it resident ("relax-and-pack"); otherwise every buffer stays until evicted."""
     spms = graph.scratchpads
     cap = [s.capacity for s in spms]
     sol = PinningSolution.empty(graph)
@@ -156,7 +158,9 @@ def greedy(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolution:
         ops = list(st.operands)
         # drop dead buffers and idle ones that may not stay where they are
         for b in list(resident):
-            if graph.window[b][1] < m or (b not in ops and not ok(b, resident[b], m)):
+            idle = b not in ops
+            if graph.window[b][1] < m or (idle and not ok(b, resident[b], m)) or (
+                    idle and keep is not None and keep.at(graph, b, m) < 0):
                 del resident[b]
         free = [cap[k] - sum(graph.buffers[b].size_bytes for b, kk in resident.items() if kk == k)
                 for k in range(len(spms))]

@@ -179,6 +179,16 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         merged = merged_graph(data.graph)
         return [("merged-scratchpads", build_gap_milp(merged, data.objective, data.dma, pin_weights=data.pin_weights))]
 
+    def repair(self, data: PinningData, relaxation: str, relaxed: PinningSolution) -> PinningSolution | None:
+        """Relax-and-pack: keep what the merged-scratchpad optimum keeps, pack it greedily into the scratchpads."""
+        from dlaopt.formulations.base import HeuristicFailure
+        from dlaopt.formulations.pinning.heuristics import greedy
+
+        try:
+            return greedy(data.graph, pin_weights=data.pin_weights, keep=relaxed)
+        except HeuristicFailure:
+            return None
+
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, data: PinningData, solution: PinningSolution) -> Evaluation:
         violations = check_constraints(data.graph, solution)
