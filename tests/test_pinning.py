@@ -10,7 +10,7 @@ from dlaopt.formulations.pinning.data import untiled_graph
 from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
-from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, merged_graph
+from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, identical_bins, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.io.instance import Instance
 from dlaopt.solvers.backends import solve_linear
@@ -21,7 +21,7 @@ DETERMINISTIC = SolveOptions(seed=0, threads=1, deterministic=True, mip_rel_gap=
 
 CASES = [(seed, [48, 24], None) for seed in range(8)] + [
     (seed, [32, 32, 24], ["input", "any", "output"]) for seed in range(3)
-]
+] + [(seed, [24, 24], None) for seed in range(8, 14)]  # identical scratchpads: the packing cuts are active
 
 
 def _exact(graph, objective, dma, solver, builder=build_gap_milp):
@@ -78,13 +78,30 @@ def test_gap_model_prices_heuristics_like_the_evaluator(seed):
             assert priced <= objective_value(graph, count_transfers(graph, sol), objective, acc.dma) + 1e-9
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_merged_relaxation_bounds_the_optimum(seed):
-    graph, dma = tiny_graph(seed, [32, 32, 24], n_ops=4)
-    full, _ = _exact(graph, "transfers", dma, "highs")
-    relaxed, _ = _exact(merged_graph(graph), "transfers", dma, "highs")
-    if full is not None:
-        assert relaxed is not None and relaxed <= full + 1e-9
+@pytest.mark.parametrize("seed", range(10))
+def test_merged_relaxation_with_packing_cuts_bounds_the_optimum(seed):
+    graph, dma = tiny_graph(seed, [24, 24], n_ops=4)
+    expected = brute_force(graph, "transfers", dma)
+    form = build_gap_milp(merged_graph(graph), "transfers", dma, bins=identical_bins(graph))
+    br = solve_linear(form.model, "highs", DETERMINISTIC)
+    if expected is not None:
+        assert br.status == Status.OPTIMAL and br.objective <= expected + 1e-9
+
+
+def test_packing_cuts_are_valid_and_bind():
+    """Three 10-byte operands at one step cannot share two 16-byte scratchpads (each holds one): the cut
+    (u^(1)(10/16) = 1 per operand, at most 2 bins) makes the merged relaxation infeasible, like the full model."""
+    from dlaopt.workload import NetworkBuilder
+
+    b = NetworkBuilder("three", dtype_bytes=1)
+    x, y = b.input("x", (10,)), b.input("y", (10,))
+    wl = b.build([b.add(x, y, name="sum")])
+    g = untiled_graph(wl, small_accelerator([16, 16]))
+    merged = build_gap_milp(merged_graph(g), "transfers", small_accelerator([16]).dma, bins=(2, 16))
+    assert "packing_dff1" in merged.model.row_blocks
+    assert solve_linear(merged.model, "highs", DETERMINISTIC).status == Status.INFEASIBLE
+    plain = build_gap_milp(merged_graph(g), "transfers", small_accelerator([16]).dma, bins=(1, 32))
+    assert solve_linear(plain.model, "highs", DETERMINISTIC).status == Status.OPTIMAL  # 30 <= 32 without cuts
 
 
 @pytest.mark.parametrize("seed", range(6))

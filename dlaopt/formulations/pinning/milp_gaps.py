@@ -22,6 +22,12 @@ i.e. :math:`2 s_b (1 + \sum_j (1 - \sum_k g_{b,k,j}))`.
 
 The same model over one merged scratchpad (capacity :math:`\sum_k Q_k`, any access) is a relaxation: its bound is a
 valid lower bound of the multi-scratchpad optimum (moves between scratchpads become free, packing is relaxed).
+
+Packing cuts: when the :math:`K` scratchpads have one capacity :math:`Q`, whatever is resident at step :math:`m`
+must pack into :math:`K` bins, so for every dual-feasible function :math:`u` (Fekete & Schepers:
+:math:`u^{(k)}(x) = x` if :math:`(k+1)x \in \mathbb{Z}`, else :math:`\lfloor (k+1)x \rfloor / k`)
+:math:`\sum_{\text{resident}} u(s_b / Q) \le K`. Added for :math:`k = 1, 2, 3` on every step where they can bind,
+aggregated over the scratchpads (valid in the full model, and the part of packing the merged relaxation forgets).
 """
 
 from __future__ import annotations
@@ -46,8 +52,26 @@ def merged_graph(graph: PinningGraph) -> PinningGraph:
     return dataclasses.replace(graph, scratchpads=(spm,))
 
 
-def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True
-                   ) -> MilpFormulation[PinningSolution]:
+DFF_ORDERS = (1, 2, 3)
+
+
+def dff(x: np.ndarray, k: int) -> np.ndarray:
+    """Fekete-Schepers dual-feasible function u^(k) applied to item sizes x (fractions of a bin)."""
+    y = (k + 1) * x
+    integral = np.abs(y - np.round(y)) < 1e-9
+    return np.where(integral, x, np.floor(y) / k)
+
+
+def identical_bins(graph: PinningGraph) -> tuple[int, int] | None:
+    caps = {s.capacity for s in graph.scratchpads}
+    return (len(graph.scratchpads), caps.pop()) if len(caps) == 1 else None
+
+
+def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
+                   bins: tuple[int, int] | None = None) -> MilpFormulation[PinningSolution]:
+    """``bins=(K, Q)``: add the packing cuts for K bins of capacity Q (default: the graph's scratchpads when they
+    all have one capacity; for the merged relaxation pass the original scratchpads' (K, Q))."""
+    bins = bins if bins is not None else identical_bins(graph)
     n_spm = len(graph.scratchpads)
     sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
     unit = 2 * sizes if objective == "thesis" else transfer_costs(graph, objective, dma)
@@ -172,8 +196,22 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
         rows_m.append(g_start[rep] + offs)
         cols.append(g[rep])
         vals.append(sizes[gb_a[rep]])
-    add_capacity_rows(mb, graph, np.concatenate(rows_k), np.concatenate(rows_m), np.concatenate(cols),
-                      np.concatenate(vals))
+    occ_m, occ_col, occ_size = np.concatenate(rows_m), np.concatenate(cols), np.concatenate(vals)
+    add_capacity_rows(mb, graph, np.concatenate(rows_k), occ_m, occ_col, occ_size)
+    if bins is not None and bins[0] > 1:
+        n_bins, q = bins
+        for order in DFF_ORDERS:
+            w = dff(np.minimum(occ_size / q, 1.0), order)
+            # a buffer has one term per scratchpad it may use: estimate the most a step can hold by total / n_spm
+            total = np.bincount(occ_m, weights=w, minlength=len(graph.steps)) / n_spm
+            need = np.flatnonzero(total > n_bins + 1e-9)
+            if need.size == 0:
+                continue
+            row_of = np.full(len(graph.steps), -1, dtype=np.int64)
+            row_of[need] = np.arange(need.size)
+            sel = (row_of[occ_m] >= 0) & (w > 0)
+            mb.add_rows(f"packing_dff{order}", int(need.size), row_of[occ_m[sel]], occ_col[sel], w[sel],
+                        upper=float(n_bins))
 
     mb.c0 = const
     model = mb.build()

@@ -15,7 +15,7 @@ from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, un
 from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
-from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, merged_graph
+from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, identical_bins, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import DMA, Accelerator
 from dlaopt.solvers.result import SolveOptions
@@ -177,7 +177,8 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         if len(data.graph.scratchpads) < 2:
             return []
         merged = merged_graph(data.graph)
-        return [("merged-scratchpads", build_gap_milp(merged, data.objective, data.dma, pin_weights=data.pin_weights))]
+        return [("merged-scratchpads", build_gap_milp(merged, data.objective, data.dma, pin_weights=data.pin_weights,
+                                                      bins=identical_bins(data.graph)))]
 
     def repair(self, data: PinningData, relaxation: str, relaxed: PinningSolution) -> PinningSolution | None:
         """Relax-and-pack: keep what the merged-scratchpad optimum keeps, pack it greedily into the scratchpads."""
