@@ -49,7 +49,7 @@ import ortools
 from ortools.sat.python import cp_model
 
 from dlaopt.solvers.linear import LinearModel
-from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint
+from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint, TraceRecorder
 
 SOLVER_NAME = "cpsat"
 CPSAT_VERSION: str = ortools.__version__
@@ -59,27 +59,14 @@ _INT_TOL = 1e-9
 _MAX_SAFE_INT = 2.0**53  # larger magnitudes cannot be represented exactly through float64
 
 
-class _TraceCallback(cp_model.CpSolverSolutionCallback):
+class _TraceCallback(cp_model.CpSolverSolutionCallback, TraceRecorder):
     """Records (wall time, incumbent, bound) at every improving solution and at every bound improvement."""
 
     def __init__(self, options: SolveOptions, scale: float, has_objective: bool) -> None:
-        super().__init__()
-        self.progress = options.progress
+        cp_model.CpSolverSolutionCallback.__init__(self)
+        TraceRecorder.__init__(self, options.progress)
         self.scale = scale
         self.has_objective = has_objective
-        self.points: list[TracePoint] = []
-        self.incumbent: float | None = None
-        self.bound: float | None = None
-        self.t0 = time.perf_counter()
-        self.error: BaseException | None = None
-
-    def _emit(self, point: TracePoint) -> None:
-        self.points.append(point)
-        if self.progress is not None and self.error is None:
-            try:
-                self.progress(point)
-            except Exception as exc:  # stop cleanly instead of unwinding through the C++ solver
-                self.error = exc
 
     def _unscale(self, v: float) -> float | None:
         return None if math.isnan(v) or math.isinf(v) else v / self.scale

@@ -33,7 +33,7 @@ import highspy
 import numpy as np
 
 from dlaopt.solvers.linear import LinearModel
-from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint
+from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint, TraceRecorder
 
 SOLVER_NAME = "highs"
 HIGHS_VERSION = f"{highspy.HIGHS_VERSION_MAJOR}.{highspy.HIGHS_VERSION_MINOR}.{highspy.HIGHS_VERSION_PATCH}"
@@ -53,25 +53,12 @@ _BOUND_TRACE_MIN_INTERVAL_S = 0.01  # at most one bound-only trace point per thi
 _INT32_MAX = 2**31 - 1
 
 
-class _Tracer:
+class _Tracer(TraceRecorder):
     """Collects TracePoints from HiGHS callbacks and forwards them to ``options.progress``."""
 
     def __init__(self, options: SolveOptions) -> None:
-        self.progress = options.progress
-        self.points: list[TracePoint] = []
-        self.t0 = time.perf_counter()
-        self.incumbent: float | None = None
-        self.bound: float | None = None
+        super().__init__(options.progress)
         self._last_bound_time = -math.inf
-        self.error: BaseException | None = None
-
-    def _emit(self, point: TracePoint) -> None:
-        self.points.append(point)
-        if self.progress is not None and self.error is None:
-            try:
-                self.progress(point)
-            except Exception as exc:  # never let a user callback unwind through HiGHS' C++ frames
-                self.error = exc
 
     @staticmethod
     def _finite_or_none(v: float) -> float | None:

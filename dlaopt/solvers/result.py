@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -43,6 +44,29 @@ class TracePoint:
 
 
 ProgressCallback = Callable[[TracePoint], None]
+
+
+class TraceRecorder:
+    """Incumbent/bound trace shared by the backends' callbacks: records points and forwards them to ``progress``.
+
+    A user callback that raises is remembered in ``error`` (and not called again) instead of unwinding through the
+    solver's C++ frames; the backend re-raises it after the solve."""
+
+    def __init__(self, progress: ProgressCallback | None) -> None:
+        self.progress = progress
+        self.points: list[TracePoint] = []
+        self.t0 = time.perf_counter()
+        self.incumbent: float | None = None
+        self.bound: float | None = None
+        self.error: BaseException | None = None
+
+    def _emit(self, point: TracePoint) -> None:
+        self.points.append(point)
+        if self.progress is not None and self.error is None:
+            try:
+                self.progress(point)
+            except Exception as exc:
+                self.error = exc
 
 
 @dataclass
