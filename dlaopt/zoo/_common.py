@@ -40,3 +40,19 @@ def make_divisible(value: float, divisor: int = 8) -> int:
     if rounded < 0.9 * value:
         rounded += divisor
     return rounded
+
+
+def residual_block(b: NetworkBuilder, x: str, in_ch: int, convs: list[tuple[int, int, int]], prefix: str) -> str:
+    """A residual block: ``convs`` are (out_channels, kernel, stride) of the main path (ReLU fused into all but the
+    last), the shortcut is a strided 1x1 projection when the shape changes, and the add has ReLU fused."""
+    y = x
+    for i, (out_ch, kernel, stride) in enumerate(convs, start=1):
+        last = i == len(convs)
+        y = b.conv2d(y, out_ch, kernel, stride=stride, padding=kernel // 2, activation=None if last else "relu",
+                     name=f"{prefix}.conv{i}")
+    out_ch = convs[-1][0]
+    stride = max(s for _, _, s in convs)
+    shortcut = x
+    if stride != 1 or in_ch != out_ch:
+        shortcut = b.conv2d(x, out_ch, 1, stride=stride, name=f"{prefix}.downsample")
+    return b.add(y, shortcut, activation="relu", name=f"{prefix}.add")

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from dlaopt.workload import Workload
 from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import check_choice, new_builder, same_padding
+from dlaopt.zoo._common import check_choice, new_builder, residual_block, same_padding
 
 
 @ZOO.register("cifar-cnn10", "SMAUG's CIFAR-10 CNN: 4 convs, 3 batch norms, 2 max-pools, 2 FCs on 32x32x3 (fp16)")
@@ -178,13 +178,7 @@ def resnet_cifar(*, batch: int = 1, dtype_bytes: int = 2, depth: int = 20, num_c
     for stage, channels in enumerate((16, 32, 64), start=1):
         for i in range(blocks):
             stride = 2 if stage > 1 and i == 0 else 1
-            p = f"layer{stage}.{i}"
-            y = b.conv2d(x, channels, 3, stride=stride, padding=1, activation="relu", name=f"{p}.conv1")
-            y = b.conv2d(y, channels, 3, padding=1, name=f"{p}.conv2")
-            shortcut = x
-            if stride != 1 or in_ch != channels:
-                shortcut = b.conv2d(x, channels, 1, stride=stride, name=f"{p}.downsample")
-            x = b.add(y, shortcut, activation="relu", name=f"{p}.add")
+            x = residual_block(b, x, in_ch, [(channels, 3, stride), (channels, 3, 1)], f"layer{stage}.{i}")
             in_ch = channels
     x = b.global_pool(x, "avg", name="avgpool")
     x = b.flatten(x, name="flatten")

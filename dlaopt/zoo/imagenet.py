@@ -50,7 +50,7 @@ from collections.abc import Sequence
 
 from dlaopt.workload import NetworkBuilder, Workload
 from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import check_choice, make_divisible, new_builder
+from dlaopt.zoo._common import check_choice, make_divisible, new_builder, residual_block
 
 
 def _classifier_head(b: NetworkBuilder, x: str, num_classes: int) -> str:
@@ -120,21 +120,11 @@ def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtyp
     for stage, (width, n) in enumerate(zip((64, 128, 256, 512), blocks, strict=True), start=1):
         for i in range(n):
             stride = 2 if stage > 1 and i == 0 else 1
-            p = f"layer{stage}.{i}"
-            if bottleneck:
-                out_ch = 4 * width
-                y = b.conv2d(x, width, 1, activation="relu", name=f"{p}.conv1")
-                y = b.conv2d(y, width, 3, stride=stride, padding=1, activation="relu", name=f"{p}.conv2")
-                y = b.conv2d(y, out_ch, 1, name=f"{p}.conv3")
-            else:
-                out_ch = width
-                y = b.conv2d(x, width, 3, stride=stride, padding=1, activation="relu", name=f"{p}.conv1")
-                y = b.conv2d(y, width, 3, padding=1, name=f"{p}.conv2")
-            shortcut = x
-            if stride != 1 or in_ch != out_ch:
-                shortcut = b.conv2d(x, out_ch, 1, stride=stride, name=f"{p}.downsample")
-            x = b.add(y, shortcut, activation="relu", name=f"{p}.add")
-            in_ch = out_ch
+            # v1.5: the stride sits on the 3x3 convolution of a bottleneck
+            convs = ([(width, 1, 1), (width, 3, stride), (4 * width, 1, 1)] if bottleneck
+                     else [(width, 3, stride), (width, 3, 1)])
+            x = residual_block(b, x, in_ch, convs, f"layer{stage}.{i}")
+            in_ch = convs[-1][0]
     return b.build(outputs=[_classifier_head(b, x, num_classes)])
 
 
