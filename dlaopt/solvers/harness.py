@@ -203,6 +203,7 @@ def solve(
             1.0, abs(relax_bound)):
         _attach(res, problem, p.data, best[1], best[2])
         res.status, res.bound, res.gap, res.solver = Status.OPTIMAL, relax_bound, 0.0, backend
+        res.warm_start = {"method": best[0], "objective": best[2].objective}
         res.message = f"the '{best[0]}' warm start meets the relaxation bound: optimal without the full model"
         res.time_s = time.perf_counter() - t_start
         return res
