@@ -12,7 +12,8 @@ import pytest
 
 from dlaopt.errors import InfeasibleInstanceError
 from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
-from dlaopt.formulations.pinning.tiling import tiled_graph, verify_tiling
+from dlaopt.formulations.pinning.tiling import tiled_graph
+from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray
 from dlaopt.workload import NetworkBuilder, Operator, OpKind, TensorRole, Workload
 

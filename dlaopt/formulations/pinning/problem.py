@@ -17,6 +17,7 @@ from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
 from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, identical_bins, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware.model import DMA, Accelerator
 from dlaopt.solvers.result import SolveOptions
 from dlaopt.workload.tensor import TensorRole
@@ -33,6 +34,7 @@ class PinningData:
     pin_weights: bool
     formulation: str = "gaps"
     source: str | None = None
+    tiling_violations: list[str] = field(default_factory=list)  # the independent coverage check of the tiles
     infeasible: str | None = None  # why no solution can exist, when known
     _baseline: dict[str, float] = field(default_factory=dict)
 
@@ -146,8 +148,10 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                     raise InputError(msg, file=instance.source, path=("options", "oversize"),
                                      expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
                 infeasible = msg
-        return PinningData(graph, acc, instance.objective, bool(options["pin_weights"]), str(options["formulation"]),
-                           instance.source, infeasible)
+        tiling_violations = verify_tiling(instance.workload, graph) if graph.tiled_ops else []
+        return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
+                           pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
+                           source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations)
 
     def infeasibility_reason(self, data: PinningData) -> str | None:
         if data.infeasible:
@@ -192,8 +196,9 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, data: PinningData, solution: PinningSolution) -> Evaluation:
-        violations = check_constraints(data.graph, solution)
-        if violations and "residency covers" in violations[0]:
+        violations = [f"tiling: {v}" for v in data.tiling_violations] + check_constraints(data.graph, solution)
+        if any("residency covers" in v or "unknown scratchpad" in v or "the solution places" in v
+               for v in violations):  # malformed residency: nothing to price
             return Evaluation(False, None, violations)
         t = count_transfers(data.graph, solution)
         obj = objective_value(data.graph, t, data.objective, data.dma)
