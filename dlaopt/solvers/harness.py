@@ -295,9 +295,8 @@ def compare(
     p = instance if isinstance(instance, Prepared) else prepare(instance)
     names = list(methods) if methods else [m.name for m in p.problem.methods]
     out = []
-    for name in names:
-        spec_solver = solver if p.problem.method(name).kind == "exact" and name == "exact" else None
-        out.append(solve(p, name, solver=spec_solver, options=options))
+    for name in names:  # --solver picks the backend of the default exact method; others keep their own
+        out.append(solve(p, name, solver=solver if name == "exact" else None, options=options))
     return out
 
 
