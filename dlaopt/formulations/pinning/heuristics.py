@@ -132,9 +132,12 @@ def onsram(graph: PinningGraph, *, pin_weights: bool = False) -> PinningSolution
 
 
 # ------------------------------------------------------------------------------------------------------ greedy
-def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSolution | None = None) -> PinningSolution:
+def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSolution | None = None,
+           best_fit: bool = False) -> PinningSolution:
     """With ``keep`` (e.g. a relaxation's solution over the same buffers and steps), an idle buffer stays resident
-    only at the steps where ``keep`` has it resident ("relax-and-pack"); otherwise every buffer stays until evicted."""
+    only at the steps where ``keep`` has it resident ("relax-and-pack"); otherwise every buffer stays until evicted.
+    ``best_fit``: place an operand in the tightest scratchpad that holds it without evicting, else where the fewest
+    idle bytes must go (the thesis' greedy takes the scratchpad with the most room)."""
     spms = graph.scratchpads
     cap = [s.capacity for s in spms]
     sol = PinningSolution.empty(graph)
@@ -172,7 +175,11 @@ def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSoluti
         failed = False
         for b in sorted((b for b in ops if b not in resident), key=lambda b: -graph.buffers[b].size_bytes):
             size = graph.buffers[b].size_bytes
-            choices = sorted((k for k in range(len(spms)) if ok(b, k, m)), key=lambda k: -free[k])
+            allowed_k = [k for k in range(len(spms)) if ok(b, k, m)]
+            if best_fit:
+                choices = sorted(allowed_k, key=lambda k: (free[k] < size, free[k] if free[k] >= size else -free[k]))
+            else:
+                choices = sorted(allowed_k, key=lambda k: -free[k])
             placed = False
             for k in choices:
                 victims = sorted((v for v, kk in resident.items() if kk == k and v not in ops),

@@ -210,8 +210,10 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
             row_of = np.full(len(graph.steps), -1, dtype=np.int64)
             row_of[need] = np.arange(need.size)
             sel = (row_of[occ_m] >= 0) & (w > 0)
-            mb.add_rows(f"packing_dff{order}", int(need.size), row_of[occ_m[sel]], occ_col[sel], w[sel],
-                        upper=float(n_bins))
+            # u^(k) takes values j/(k+1) or j/k: scaled by k(k+1) the cut has integer coefficients (CP-SAT needs them)
+            scale = order * (order + 1)
+            mb.add_rows(f"packing_dff{order}", int(need.size), row_of[occ_m[sel]], occ_col[sel],
+                        np.round(w[sel] * scale), upper=float(n_bins * scale))
 
     mb.c0 = const
     model = mb.build()

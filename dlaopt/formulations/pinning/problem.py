@@ -185,14 +185,21 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                                                       bins=identical_bins(data.graph)))]
 
     def repair(self, data: PinningData, relaxation: str, relaxed: PinningSolution) -> PinningSolution | None:
-        """Relax-and-pack: keep what the merged-scratchpad optimum keeps, pack it greedily into the scratchpads."""
+        """Relax-and-pack: keep what the merged-scratchpad optimum keeps, pack it greedily into the scratchpads
+        (most-room and best-fit placement; the cheaper verified result)."""
         from dlaopt.formulations.base import HeuristicFailure
         from dlaopt.formulations.pinning.heuristics import greedy
 
-        try:
-            return greedy(data.graph, pin_weights=data.pin_weights, keep=relaxed)
-        except HeuristicFailure:
-            return None
+        best: tuple[float, PinningSolution] | None = None
+        for best_fit in (False, True):
+            try:
+                sol = greedy(data.graph, pin_weights=data.pin_weights, keep=relaxed, best_fit=best_fit)
+            except HeuristicFailure:
+                continue
+            ev = self.evaluate(data, sol)
+            if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[0]):
+                best = (ev.objective, sol)
+        return best[1] if best else None
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, data: PinningData, solution: PinningSolution) -> Evaluation:
