@@ -23,6 +23,7 @@ from dlaopt.io.instance import Instance
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
 
 OBJECTIVE_TOLERANCE = 1e-6  # relative; solver and evaluator objectives must agree to this
+RELAXATION_TIME_SHARE = 0.25  # at most this share of the time limit goes to the relaxations
 
 
 @dataclass
@@ -184,7 +185,9 @@ def solve(
     t_relax = time.perf_counter()
     for name, rf in problem.relaxations(p.data):
         t0 = time.perf_counter()
-        rb = solve_linear(rf.model, backend, dataclasses.replace(options, warm_start=None, progress=None))
+        relax_limit = None if options.time_limit is None else RELAXATION_TIME_SHARE * options.time_limit
+        rb = solve_linear(rf.model, backend, dataclasses.replace(options, warm_start=None, progress=None,
+                                                                 time_limit=relax_limit))
         res.build_time_s += time.perf_counter() - t0 - rb.solve_time_s
         res.solve_time_s += rb.solve_time_s
         b = rb.bound + rf.objective_offset if rb.bound is not None else None
