@@ -202,12 +202,15 @@ def solve(
                 res.relaxations[-1]["repaired_objective"] = ev.objective if ev.feasible else None
                 if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[2].objective):
                     best = (f"{name}+repair", repaired, ev)
-    if best is not None and relax_bound is not None and best[2].objective <= relax_bound + OBJECTIVE_TOLERANCE * max(
-            1.0, abs(relax_bound)):
+    early_gap = relative_gap(best[2].objective, relax_bound) if best is not None else None
+    if best is not None and relax_bound is not None and early_gap is not None and early_gap <= max(
+            options.mip_rel_gap, 1e-9):
         _attach(res, problem, p.data, best[1], best[2])
-        res.status, res.bound, res.gap, res.solver = Status.OPTIMAL, relax_bound, 0.0, backend
+        res.status, res.bound, res.solver = Status.OPTIMAL, min(relax_bound, res.objective), backend
+        res.gap = relative_gap(res.objective, res.bound)
         res.warm_start = {"method": best[0], "objective": best[2].objective}
-        res.message = f"the '{best[0]}' warm start meets the relaxation bound: optimal without the full model"
+        res.message = (f"the '{best[0]}' warm start is within the requested gap ({options.mip_rel_gap:g}) of the "
+                       "relaxation bound: optimal within tolerance without the full model")
         res.time_s = time.perf_counter() - t_start
         return res
     if options.time_limit is not None:
