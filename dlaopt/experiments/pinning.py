@@ -207,6 +207,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: Path, oversize: str = "tile
     for ax, title in zip(axes, ("DMA transfers saved vs naive (%)", "Estimated speedup over naive (%)"),
                          strict=True):
         ax.set_xscale("log", base=2)
+        sizes = sorted({r["spad_kb"] for r in ex})
+        ax.set_xticks(sizes, [str(int(k)) for k in sizes])
+        ax.minorticks_off()
         ax.set_xlabel("scratchpad size (KB, three scratchpads)")
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
