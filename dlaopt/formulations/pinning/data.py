@@ -148,16 +148,18 @@ class Operand:
     written: bool
 
 
-def pack_operands(operands: Sequence[Operand], spms: Sequence[Scratchpad]) -> list[int] | None:
+def pack_operands(operands: Sequence[Operand], spms: Sequence[Scratchpad],
+                  capacities: Sequence[float] | None = None) -> list[int] | None:
     """Place every operand of one step into a scratchpad (each operand whole, capacities respected), or ``None``.
+    ``capacities`` overrides the scratchpads' capacities (e.g. the room left by pinned tensors).
 
     Exact depth-first search over operands in decreasing size, with symmetry breaking between identical empty
     scratchpads; operand sets of real steps are small (a handful of tensors, a few dozen chunks at most)."""
     order = sorted(range(len(operands)), key=lambda i: -operands[i].size)
-    free = [s.capacity for s in spms]
+    free = [s.capacity for s in spms] if capacities is None else [max(0.0, float(c)) for c in capacities]
     place = [-1] * len(operands)
     allowed = [
-        [k for k, s in enumerate(spms) if s.allows(o.role, read=o.read, written=o.written) and o.size <= s.capacity]
+        [k for k, s in enumerate(spms) if s.allows(o.role, read=o.read, written=o.written) and o.size <= free[k]]
         for o in operands
     ]
     budget = [200_000]  # node limit: beyond it fall back to "does not fit" (conservative)
@@ -171,7 +173,7 @@ def pack_operands(operands: Sequence[Operand], spms: Sequence[Scratchpad]) -> li
         i = order[j]
         tried: set[tuple[int, SpmAccess, frozenset[TensorRole], int]] = set()
         for k in sorted(allowed[i], key=lambda k: free[k]):
-            sig = (free[k], spms[k].access, spms[k].holds, spms[k].capacity)
+            sig = (free[k], spms[k].access, spms[k].holds)
             if free[k] < operands[i].size or sig in tried:
                 continue
             tried.add(sig)

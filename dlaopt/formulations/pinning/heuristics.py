@@ -33,16 +33,12 @@ def _operands(graph: PinningGraph, m: int, buffers: Sequence[int]) -> list[Opera
             for b in buffers]
 
 
-def _with_capacity(spms: Sequence[Scratchpad], free: Sequence[float]) -> list[Scratchpad]:
-    return [dataclasses.replace(s, capacity=int(max(0, f))) for s, f in zip(spms, free, strict=True)]
-
-
 def _place_step(graph: PinningGraph, m: int, buffers: Sequence[int], free: Sequence[float],
                 spms: Sequence[Scratchpad] | None = None) -> list[int] | None:
     """Scratchpad per buffer for step ``m`` within ``free`` bytes per scratchpad, or ``None``."""
     if not buffers:
         return []
-    return pack_operands(_operands(graph, m, buffers), _with_capacity(spms or graph.scratchpads, free))
+    return pack_operands(_operands(graph, m, buffers), spms or graph.scratchpads, capacities=free)
 
 
 def _benefit(graph: PinningGraph, b: int) -> float:
