@@ -77,7 +77,7 @@ class Registry(Generic[T]):
                 )
         try:
             return entry.factory(**params)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise InputError(f"{self.what} '{name}': {exc}", path=path + ("params",)) from None
 
 

@@ -143,10 +143,7 @@ def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Worklo
         from dlaopt.zoo import ZOO
 
         ZOO.entry(wdoc["zoo"], path=("workload", "zoo"))
-        try:
-            return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"zoo network '{wdoc['zoo']}': {exc}", path=("workload", "params")) from None
+        return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
     return _build_inline_workload(wdoc, default_name or "workload")
 
 
@@ -188,10 +185,7 @@ def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Worklo
 def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
     if "preset" in hdoc:
         PRESETS.entry(hdoc["preset"], path=("hardware", "preset"))
-        try:
-            return PRESETS.create(hdoc["preset"], hdoc.get("params", {}), path=("hardware",))
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"hardware preset '{hdoc['preset']}': {exc}", path=("hardware", "params")) from None
+        return PRESETS.create(hdoc["preset"], hdoc.get("params", {}), path=("hardware",))
     return _build_inline_hardware(hdoc)
 
 

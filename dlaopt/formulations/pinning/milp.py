@@ -71,6 +71,16 @@ def add_capacity_rows(mb: LinearModelBuilder, graph: PinningGraph, spm: np.ndarr
                 upper=cap[binding // n_steps])
 
 
+def add_excess_rows(mb: LinearModelBuilder, name: str, t: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> None:
+    """Rows ``t[i] >= x[plus[i]] - x[minus[i]]`` (a column index of -1 stands for a variable fixed at 0)."""
+    n = t.size
+    hp, hm = plus >= 0, minus >= 0
+    rows = np.concatenate([np.arange(n), np.flatnonzero(hp), np.flatnonzero(hm)])
+    cols = np.concatenate([t, plus[hp], minus[hm]])
+    vals = np.concatenate([np.ones(n), -np.ones(int(hp.sum())), np.ones(int(hm.sum()))])
+    mb.add_rows(name, n, rows, cols, vals, lower=0.0)
+
+
 def transfer_costs(graph: PinningGraph, objective: str, dma: DMA) -> np.ndarray:
     sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
     if objective == "dma_cycles":
@@ -151,13 +161,8 @@ def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_wei
     if objective == "thesis":
         n = cur_a.size
         y = mb.add_vars("y", n, lower=0.0, upper=1.0, cost=sizes[buf_a])
-        for sign, name in ((1.0, "abs_pos"), (-1.0, "abs_neg")):
-            rows, cols, vals = [np.arange(n)], [y], [np.ones(n)]
-            has_c, has_p = cur_a >= 0, prev_a >= 0
-            rows += [np.flatnonzero(has_c), np.flatnonzero(has_p)]
-            cols += [cur_a[has_c], prev_a[has_p]]
-            vals += [np.full(int(has_c.sum()), -sign), np.full(int(has_p.sum()), sign)]
-            mb.add_rows(name, n, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower=0.0)
+        add_excess_rows(mb, "abs_pos", y, cur_a, prev_a)  # y >= x_m - x_{m-1}
+        add_excess_rows(mb, "abs_neg", y, prev_a, cur_a)  # y >= x_{m-1} - x_m
         enc_abs = (y, cur_a, prev_a)
     else:
         # loads: an entry at m (x at m exists) that is not the production step
@@ -166,14 +171,7 @@ def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_wei
         li = np.flatnonzero(is_entry)
         n_l = li.size
         lvar = mb.add_vars("load", n_l, lower=0.0, upper=1.0, cost=cost[buf_a[li]])
-        rows = [np.arange(n_l), np.arange(n_l)]
-        cols = [lvar, cur_a[li]]
-        vals = [np.ones(n_l), -np.ones(n_l)]
-        hp = prev_a[li] >= 0
-        rows.append(np.flatnonzero(hp))
-        cols.append(prev_a[li][hp])
-        vals.append(np.ones(int(hp.sum())))
-        mb.add_rows("load", n_l, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower=0.0)
+        add_excess_rows(mb, "load", lvar, cur_a[li], prev_a[li])  # l >= x_m - x_{m-1}
         enc_load = (lvar, cur_a[li], prev_a[li])
 
         # stores: one variable per dirty segment; an exit from k at m in (w_j, w_{j+1}] needs z_j
@@ -204,15 +202,7 @@ def build_pinning_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_wei
                 seg_count += 1
         z = mb.add_vars("store", seg_count, lower=np.array(z_lower), upper=1.0, cost=np.array(z_cost))
         si = np.flatnonzero(seg_of >= 0)
-        n_s = si.size
-        rows = [np.arange(n_s), np.arange(n_s)]
-        cols = [z[seg_of[si]], prev_a[si]]
-        vals = [np.ones(n_s), -np.ones(n_s)]
-        hc = cur_a[si] >= 0
-        rows.append(np.flatnonzero(hc))
-        cols.append(cur_a[si][hc])
-        vals.append(np.ones(int(hc.sum())))
-        mb.add_rows("store", n_s, np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), lower=0.0)
+        add_excess_rows(mb, "store", z[seg_of[si]], prev_a[si], cur_a[si])  # z_s >= x_{m-1} - x_m
         enc_store = (z, seg_of[si], np.stack([prev_a[si], cur_a[si]]))
 
     model = mb.build()
