@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from dlaopt.errors import InputError
+from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.pinning import options as pinning_options
 
 
@@ -32,6 +33,14 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {
         options_schema=pinning_options.OPTIONS_SCHEMA,
         default_options=pinning_options.DEFAULT_OPTIONS,
         implementation="dlaopt.formulations.pinning.problem:PinningProblem",
+    ),
+    "mapping": ProblemSpec(
+        name="mapping",
+        title="Tiling and loop-order selection (mapping)",
+        objectives=mapping_options.OBJECTIVES,
+        options_schema=mapping_options.OPTIONS_SCHEMA,
+        default_options=mapping_options.DEFAULT_OPTIONS,
+        implementation="dlaopt.formulations.mapping.problem:MappingProblem",
     ),
 }
 

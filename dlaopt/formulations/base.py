@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from dlaopt.solvers.linear import LinearModel
-from dlaopt.solvers.result import SolveOptions
+from dlaopt.solvers.result import SolveOptions, Status, TracePoint
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
@@ -51,6 +51,24 @@ class MilpFormulation(Generic[S]):
     decode: Callable[[np.ndarray], S]
     encode: Callable[[S], np.ndarray]  # a solution as a column vector (warm start); must be feasible for the model
     objective_offset: float = 0.0  # evaluator objective = model objective + offset (documented per problem)
+
+
+@dataclass
+class ExactOutcome(Generic[S]):
+    """What a problem's own exact driver returns (see :meth:`Problem.solve_exact`)."""
+
+    solution: S | None
+    status: Status
+    bound: float | None
+    solver: str
+    solver_version: str = ""
+    message: str = ""
+    trace: list[TracePoint] = field(default_factory=list)
+    model_stats: dict[str, int] | None = None
+    model_objective: float | None = None  # the model's value of ``solution``; checked against the evaluator
+    warm_start: dict[str, Any] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    solve_time_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,13 @@ class Problem(ABC, Generic[D, S]):
     @abstractmethod
     def build_milp(self, data: D) -> MilpFormulation[S]:
         """The exact model as a MILP (solved by HiGHS, CP-SAT or any Pyomo solver)."""
+
+    def solve_exact(self, data: D, method: str, *, solver: str | None,
+                    options: SolveOptions) -> ExactOutcome[S] | None:
+        """A problem-specific exact driver (decomposition, sequences of models); ``None`` (the default) means the
+        harness' own path: warm-start heuristics, relaxations, then :meth:`build_milp`. The harness still verifies
+        the returned solution with :meth:`evaluate` and checks ``model_objective`` against it."""
+        return None
 
     def relaxations(self, data: D) -> list[tuple[str, MilpFormulation[S]]]:
         """Relaxations whose proven bound is a valid lower bound of the exact optimum (solved first by the

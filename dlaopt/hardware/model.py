@@ -45,9 +45,22 @@ class Memory:
     holds: frozenset[TensorRole] = ALL_ROLES
     access: SpmAccess = SpmAccess.ANY
     instances: int = 1  # replicated copies (e.g. one register file per PE)
+    # Mapping-level attributes (the tiling/loop-order problem; other problems ignore them):
+    operands: frozenset[str] | None = None  # layer operands kept here ("I", "W", "O"); default: derived from holds
+    write_bandwidth_bytes_per_cycle: float | None = None  # a separate write port; None: reads and writes share
+    network_energy_pj_per_byte: float = 0.0  # on-chip network energy to move a byte to or from one instance
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", MemoryKind(self.kind))
+        if self.operands is not None:
+            ops = frozenset(str(o) for o in self.operands)
+            if not ops or not ops <= {"I", "W", "O"}:
+                raise ValueError(f"memory '{self.name}': 'operands' must be a non-empty subset of I, W, O")
+            object.__setattr__(self, "operands", ops)
+        if self.write_bandwidth_bytes_per_cycle is not None and self.write_bandwidth_bytes_per_cycle <= 0:
+            raise ValueError(f"memory '{self.name}': write bandwidth must be positive")
+        if self.network_energy_pj_per_byte < 0:
+            raise ValueError(f"memory '{self.name}': network energy must be non-negative")
         object.__setattr__(self, "access", SpmAccess(self.access))
         object.__setattr__(self, "holds", frozenset(TensorRole(r) for r in self.holds))
         if self.capacity_bytes is None and self.kind != MemoryKind.DRAM:
@@ -60,6 +73,20 @@ class Memory:
             raise ValueError(f"memory '{self.name}': bandwidth must be positive")
         if not self.holds:
             raise ValueError(f"memory '{self.name}': 'holds' must name at least one tensor role")
+
+    @property
+    def mapping_operands(self) -> frozenset[str]:
+        """Layer operands (I = input activation, W = weight, O = output) this memory keeps in a mapping."""
+        if self.operands is not None:
+            return self.operands
+        ops = set()
+        if self.holds & {TensorRole.INPUT, TensorRole.ACTIVATION}:
+            ops.add("I")
+        if TensorRole.WEIGHT in self.holds:
+            ops.add("W")
+        if self.holds & {TensorRole.OUTPUT, TensorRole.ACTIVATION}:
+            ops.add("O")
+        return frozenset(ops)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,17 @@ Sources of the numbers:
   scratchpads, so ``strict_roles=False`` (default) lets any scratchpad hold any tensor, which reproduces its
   formulation; ``strict_roles=True`` makes spad0/spad1 input-only and spad2 output-only.
 * ``eyeriss`` — Eyeriss v1: 12x14 PEs, 0.5 KB register file per PE, 108 KB global buffer, normalised energies per
-  access (MAC 1, RF 1, NoC 2, global buffer 6, DRAM 200; seed 001 Ch. 2 and the Eyeriss papers), 200 MHz.
+  16-bit access (MAC 1, RF 1, NoC 2, global buffer 6, DRAM 200; issue 3 and the Eyeriss papers), 200 MHz. Energies
+  are stored per byte (half the per-access figure); NoC energy is charged per byte moved into or out of a PE's RF.
+* ``gamma-edge`` / ``gamma-cloud`` — GAMMA's platforms (seed 001, Table 4.2): 168 PEs, 512 B local (SL) per PE,
+  108 KB global (SG); 65,536 PEs, 4 MiB of local buffers in total (64 B per PE), 24 MiB global. Energies as Eyeriss.
+* ``accel-a`` / ``accel-b`` — Demystifying-MSE's accelerators (seed 001, Table 5.1): 512 KB shared buffer, 64 KB
+  private buffer per PE, 256 PEs, 1 ALU per PE; 64 KB shared, 256 B private per PE, 256 PEs, 4 ALUs per PE. The
+  table gives no energies or bandwidths: the Eyeriss normalised energies are used (a 64 KB private buffer is charged
+  as a global buffer access, 6 per access), DRAM 32 B/cycle, shared buffer 256 B/cycle.
 * ``tpu`` — TPU v1-like: 256x256 weight-stationary systolic array at 700 MHz, 24 MiB unified buffer for
-  activations, 4 MiB of accumulators for outputs, a 256 KiB weight FIFO, 30 GB/s DDR3.
+  activations, 4 MiB of accumulators for outputs, a 256 KiB weight FIFO, 30 GB/s DDR3; each PE holds one weight
+  (``pe_weight``), inputs flow across rows and partial sums down columns (modelled as multicast and reduction).
 """
 
 from __future__ import annotations
@@ -64,6 +72,52 @@ def smaug_nvdla(
     )
 
 
+
+def _spatial_accelerator(
+    name: str,
+    description: str,
+    *,
+    rows: int,
+    cols: int,
+    local_bytes: int,
+    global_bytes: int,
+    alus: int = 1,
+    local_energy: float = 1.0,
+    global_energy: float = 6.0,
+    dram_energy: float = 200.0,
+    noc_energy: float = 2.0,
+    mac_energy: float = 1.0,
+    dram_bytes_per_cycle: float,
+    global_bytes_per_cycle: float,
+    clock_mhz: float,
+    params: dict[str, object],
+) -> Accelerator:
+    """DRAM -> shared global buffer -> a private buffer per PE -> ``alus`` MAC units per PE. Energies are given per
+    16-bit access (the normalised Eyeriss scale) and stored per byte."""
+    if min(rows, cols, local_bytes, global_bytes, alus) <= 0:
+        raise ValueError("sizes must be positive")
+    # a private buffer feeds its ALUs every cycle: per ALU, 3 words read (input, weight, partial sum) and 1 written,
+    # plus as much again for fills from the global buffer
+    return Accelerator(
+        name=name,
+        pe_array=PEArray((("rows", rows), ("cols", cols)), macs_per_pe_per_cycle=alus),
+        memories=(
+            _dram(dram_bytes_per_cycle, energy=dram_energy / 2),
+            Memory("glb", MemoryKind.SCRATCHPAD, global_bytes, bandwidth_bytes_per_cycle=global_bytes_per_cycle,
+                   read_energy_pj_per_byte=global_energy / 2, write_energy_pj_per_byte=global_energy / 2),
+            Memory("local", MemoryKind.REGISTER, local_bytes, instances=rows * cols,
+                   bandwidth_bytes_per_cycle=6.0 * alus, write_bandwidth_bytes_per_cycle=4.0 * alus,
+                   read_energy_pj_per_byte=local_energy / 2, write_energy_pj_per_byte=local_energy / 2,
+                   network_energy_pj_per_byte=noc_energy / 2),
+        ),
+        dma=DMA(dram_bytes_per_cycle, 0.0),
+        clock_hz=clock_mhz * 1e6,
+        mac_energy_pj=mac_energy,
+        description=description,
+        params=params,
+    )
+
+
 @PRESETS.register("eyeriss", "Eyeriss v1-like: 12x14 PEs, 0.5 KB RF per PE, 108 KB global buffer, normalised energies")
 def eyeriss(
     *,
@@ -74,25 +128,67 @@ def eyeriss(
     dram_bytes_per_cycle: float = 16.0,
     clock_mhz: float = 200.0,
 ) -> Accelerator:
-    if min(glb_kb, rf_bytes, rows, cols) <= 0:
-        raise ValueError("sizes must be positive")
-    return Accelerator(
-        name="eyeriss",
-        pe_array=PEArray((("rows", rows), ("cols", cols))),
-        memories=(
-            _dram(dram_bytes_per_cycle, energy=200.0),
-            Memory("glb", MemoryKind.SCRATCHPAD, glb_kb * KiB, bandwidth_bytes_per_cycle=64.0,
-                   read_energy_pj_per_byte=6.0, write_energy_pj_per_byte=6.0),
-            Memory("rf", MemoryKind.REGISTER, rf_bytes, instances=rows * cols, bandwidth_bytes_per_cycle=2.0,
-                   read_energy_pj_per_byte=1.0, write_energy_pj_per_byte=1.0),
-        ),
-        dma=DMA(dram_bytes_per_cycle, 0.0),
-        clock_hz=clock_mhz * 1e6,
-        mac_energy_pj=1.0,
-        description="Eyeriss v1-like row-stationary accelerator with normalised energies (MAC 1, RF 1, NoC 2, "
+    acc = _spatial_accelerator(
+        "eyeriss", "Eyeriss v1-like accelerator with normalised energies per 16-bit access (MAC 1, RF 1, NoC 2, "
         "global buffer 6, DRAM 200)",
+        rows=rows, cols=cols, local_bytes=rf_bytes, global_bytes=glb_kb * KiB,
+        dram_bytes_per_cycle=dram_bytes_per_cycle,
+        global_bytes_per_cycle=64.0, clock_mhz=clock_mhz,
         params={"glb_kb": glb_kb, "rf_bytes": rf_bytes, "rows": rows, "cols": cols,
                 "dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
+    )
+    return _rename_local(acc, "rf")
+
+
+def _rename_local(acc: Accelerator, name: str) -> Accelerator:
+    from dataclasses import replace
+
+    mems = tuple(replace(m, name=name) if m.name == "local" else m for m in acc.memories)
+    return replace(acc, memories=mems)
+
+
+@PRESETS.register("gamma-edge", "GAMMA edge platform (seed 001 Table 4.2): 168 PEs, 512 B local, 108 KB global")
+def gamma_edge(*, dram_bytes_per_cycle: float = 16.0, clock_mhz: float = 200.0) -> Accelerator:
+    return _spatial_accelerator(
+        "gamma-edge", "GAMMA's edge platform (seed 001, Table 4.2): 12x14 PEs, 512 B local buffer per PE, 108 KB "
+        "global buffer; Eyeriss normalised energies",
+        rows=12, cols=14, local_bytes=512, global_bytes=108 * KiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
+        global_bytes_per_cycle=64.0, clock_mhz=clock_mhz,
+        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
+    )
+
+
+@PRESETS.register("gamma-cloud", "GAMMA cloud platform (seed 001 Table 4.2): 65,536 PEs, 4 MiB local, 24 MiB global")
+def gamma_cloud(*, dram_bytes_per_cycle: float = 1024.0, clock_mhz: float = 940.0) -> Accelerator:
+    return _spatial_accelerator(
+        "gamma-cloud", "GAMMA's cloud platform (seed 001, Table 4.2): 256x256 PEs, 4 MiB of local buffers (64 B per "
+        "PE), 24 MiB global buffer; Eyeriss normalised energies",
+        rows=256, cols=256, local_bytes=64, global_bytes=24 * MiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
+        global_bytes_per_cycle=4096.0, clock_mhz=clock_mhz,
+        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
+    )
+
+
+@PRESETS.register("accel-a", "Demystifying-MSE Accel-A (seed 001 Table 5.1): 256 PEs, 64 KB private, 512 KB shared")
+def accel_a(*, dram_bytes_per_cycle: float = 32.0, clock_mhz: float = 1000.0) -> Accelerator:
+    return _spatial_accelerator(
+        "accel-a", "Accel-A (seed 001, Table 5.1): 16x16 PEs with 1 ALU, 64 KB private buffer per PE, 512 KB shared "
+        "buffer; Eyeriss normalised energies (private buffer charged as a global-buffer access)",
+        rows=16, cols=16, local_bytes=64 * KiB, global_bytes=512 * KiB, local_energy=6.0,
+        dram_bytes_per_cycle=dram_bytes_per_cycle, global_bytes_per_cycle=256.0, clock_mhz=clock_mhz,
+        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
+    )
+
+
+@PRESETS.register("accel-b",
+                  "Demystifying-MSE Accel-B (seed 001 Table 5.1): 256 PEs x 4 ALUs, 256 B private, 64 KB shared")
+def accel_b(*, dram_bytes_per_cycle: float = 32.0, clock_mhz: float = 1000.0) -> Accelerator:
+    return _spatial_accelerator(
+        "accel-b", "Accel-B (seed 001, Table 5.1): 16x16 PEs with 4 ALUs each, 256 B private buffer per PE, 64 KB "
+        "shared buffer; Eyeriss normalised energies",
+        rows=16, cols=16, alus=4, local_bytes=256, global_bytes=64 * KiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
+        global_bytes_per_cycle=256.0, clock_mhz=clock_mhz,
+        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
     )
 
 
@@ -113,18 +209,25 @@ def tpu(
         name="tpu",
         pe_array=PEArray((("rows", array), ("cols", array))),
         memories=(
-            _dram(bpc),
+            _dram(bpc, energy=100.0),
             Memory("unified_buffer", MemoryKind.SCRATCHPAD, unified_buffer_mib * MiB,
-                   holds=frozenset({TensorRole.INPUT, TensorRole.ACTIVATION, TensorRole.OUTPUT}),
-                   bandwidth_bytes_per_cycle=float(array)),
+                   holds=frozenset({TensorRole.INPUT, TensorRole.ACTIVATION, TensorRole.OUTPUT}), operands={"I"},
+                   bandwidth_bytes_per_cycle=float(array), read_energy_pj_per_byte=3.0, write_energy_pj_per_byte=3.0),
             Memory("accumulators", MemoryKind.SCRATCHPAD, accumulator_mib * MiB, access=SpmAccess.OUTPUT,
-                   holds=frozenset({TensorRole.ACTIVATION, TensorRole.OUTPUT}), bandwidth_bytes_per_cycle=float(array)),
+                   holds=frozenset({TensorRole.ACTIVATION, TensorRole.OUTPUT}), operands={"O"},
+                   bandwidth_bytes_per_cycle=float(4 * array), read_energy_pj_per_byte=3.0,
+                   write_energy_pj_per_byte=3.0),
             Memory("weight_fifo", MemoryKind.SCRATCHPAD, weight_fifo_kib * KiB, access=SpmAccess.INPUT,
-                   holds=frozenset({TensorRole.WEIGHT}), bandwidth_bytes_per_cycle=float(array)),
+                   holds=frozenset({TensorRole.WEIGHT}), operands={"W"}, bandwidth_bytes_per_cycle=float(array),
+                   read_energy_pj_per_byte=3.0, write_energy_pj_per_byte=3.0),
+            Memory("pe_weight", MemoryKind.REGISTER, 2, instances=array * array, holds=frozenset({TensorRole.WEIGHT}),
+                   operands={"W"}, bandwidth_bytes_per_cycle=2.0, read_energy_pj_per_byte=0.5,
+                   write_energy_pj_per_byte=0.5),
         ),
         dma=DMA(bpc, 0.0),
         clock_hz=clock_mhz * 1e6,
-        description="TPU v1-like weight-stationary systolic accelerator",
+        mac_energy_pj=1.0,
+        description="TPU v1-like weight-stationary systolic accelerator (energies on the Eyeriss normalised scale)",
         params={"array": array, "unified_buffer_mib": unified_buffer_mib, "accumulator_mib": accumulator_mib,
                 "weight_fifo_kib": weight_fifo_kib, "dram_gb_per_s": dram_gb_per_s, "clock_mhz": clock_mhz},
     )

@@ -190,7 +190,7 @@ def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
 
 
 _MEMORY_OPTIONAL = ("banks", "bandwidth_bytes_per_cycle", "read_energy_pj_per_byte", "write_energy_pj_per_byte",
-                    "access", "instances")
+                    "access", "instances", "write_bandwidth_bytes_per_cycle", "network_energy_pj_per_byte")
 
 
 def _build_memory(i: int, m: Mapping[str, Any], seen: dict[str, int]) -> Memory:
@@ -219,6 +219,8 @@ def _build_memory(i: int, m: Mapping[str, Any], seen: dict[str, int]) -> Memory:
     kwargs: dict[str, Any] = {k: m[k] for k in _MEMORY_OPTIONAL if k in m}
     if "holds" in m:
         kwargs["holds"] = frozenset(m["holds"])
+    if "operands" in m:
+        kwargs["operands"] = frozenset(m["operands"])
     try:
         return Memory(name, kind, capacity, **kwargs)
     except ValueError as exc:

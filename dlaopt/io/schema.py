@@ -142,6 +142,24 @@ def _defs() -> dict[str, Any]:
                 "read_energy_pj_per_byte": {"type": "number", "minimum": 0},
                 "write_energy_pj_per_byte": {"type": "number", "minimum": 0},
                 "instances": _positive_int("Replicated copies (e.g. one register file per PE)."),
+                "operands": {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "items": {"enum": ["I", "W", "O"]},
+                    "description": "Mapping problem: layer operands kept here (I input, W weight, O output; default: "
+                    "derived from holds).",
+                },
+                "write_bandwidth_bytes_per_cycle": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "A separate write port (default: reads and writes share bandwidth_bytes_per_cycle).",
+                },
+                "network_energy_pj_per_byte": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "On-chip network energy to move a byte to or from one instance of this memory.",
+                },
             },
         },
         "pe_array": {

@@ -18,7 +18,7 @@ from typing import Any
 
 from dlaopt.errors import InputError
 from dlaopt.formulations import get_problem
-from dlaopt.formulations.base import Evaluation, HeuristicFailure, Problem
+from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Problem
 from dlaopt.io.instance import Instance
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
 
@@ -169,6 +169,12 @@ def solve(
         res.time_s = time.perf_counter() - t_start
         return res
 
+    outcome = problem.solve_exact(p.data, method, solver=solver, options=options)
+    if outcome is not None:
+        _finish_outcome(res, problem, p.data, outcome, options)
+        res.time_s = time.perf_counter() - t_start
+        return res
+
     # ---- exact: warm start from the best verified heuristic
     best: tuple[str, Any, Evaluation] | None = None
     for h in warm_start_methods if warm_start_methods is not None else problem.heuristic_names:
@@ -278,6 +284,42 @@ def solve(
         res.status = Status.FEASIBLE
     res.time_s = time.perf_counter() - t_start
     return res
+
+
+def _finish_outcome(res: Result, problem: Problem[Any, Any], data: Any, outcome: ExactOutcome[Any],
+                    options: SolveOptions) -> None:
+    """Verify a problem driver's answer: the evaluator must accept it, and the model's value of it must equal the
+    evaluator's at a proven optimum (and may not be below it anywhere: the model never claims less than the truth)."""
+    res.solver, res.solver_version = outcome.solver, outcome.solver_version
+    res.trace = list(outcome.trace)
+    res.model_stats = outcome.model_stats
+    res.warm_start = outcome.warm_start
+    res.message = outcome.message
+    res.solve_time_s = outcome.solve_time_s
+    res.bound = outcome.bound
+    if outcome.solution is None:
+        res.status = outcome.status if outcome.status != Status.OPTIMAL else Status.ERROR
+        res.message = outcome.message or "no solution"
+        return
+    ev = problem.evaluate(data, outcome.solution)
+    _attach(res, problem, data, outcome.solution, ev)
+    res.metrics.update(outcome.metrics)
+    res.status = outcome.status
+    tol = OBJECTIVE_TOLERANCE * max(1.0, abs(ev.objective or 0.0))
+    if not ev.feasible:
+        res.status = Status.ERROR
+        res.message = "the evaluator rejected the solver's solution: " + "; ".join(ev.violations[:5])
+    elif outcome.model_objective is not None and ev.objective is not None and (
+            ev.objective > outcome.model_objective + tol
+            or (outcome.status == Status.OPTIMAL and abs(ev.objective - outcome.model_objective) > tol)):
+        res.status = Status.ERROR
+        res.message = (f"objective mismatch: the model reports {outcome.model_objective}, the evaluator recomputes "
+                       f"{ev.objective}")
+    if res.objective is not None and res.bound is not None and res.bound > res.objective:
+        res.bound = res.objective
+    res.gap = relative_gap(res.objective, res.bound)
+    if res.status == Status.OPTIMAL and res.gap is not None and res.gap > max(options.mip_rel_gap, 1e-9) * 1.0001:
+        res.status = Status.FEASIBLE
 
 
 def _attach(res: Result, problem: Problem[Any, Any], data: Any, sol: Any, ev: Evaluation | None) -> None:

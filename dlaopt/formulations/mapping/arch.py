@@ -1,0 +1,180 @@
+"""The accelerator as the mapper sees it: a tree of storage levels with spatial fanouts (seed 004's memory-centric
+hardware tree, flattened to one path since all instances of a level are identical).
+
+Levels are indexed from the innermost (0, next to the MACs) to the outermost (main memory). A level holds one or
+more *stores* — physical memories serving disjoint operand sets (one store for a shared buffer; one per operand for
+a partitioned one, e.g. a TPU's unified buffer, accumulators and weight FIFO) — and is replicated ``instances``
+times. Below each level sits a *fanout* to the next inner level: the spatial axes (one or two) over which its
+instances are laid out; below level 0 sits the MAC fanout (MAC units sharing the innermost level, e.g. the ALUs of
+a PE). A mapping has a temporal slot per level and a spatial slot per fanout axis (:meth:`MappingArch.slots`).
+
+Built from the shared :class:`~dlaopt.hardware.model.Accelerator` by :func:`arch_from_accelerator`: consecutive
+memories with the same instance count and disjoint operand sets form one level; the PE array's axes form the fanout
+into the first level replicated once per PE (or the MAC fanout when no level is per PE); ``macs_per_pe_per_cycle``
+MAC units per PE form a further MAC fanout axis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dlaopt.hardware.model import Accelerator, MemoryKind
+
+TEMPORAL = "temporal"
+SPATIAL = "spatial"
+
+
+@dataclass(frozen=True)
+class Store:
+    """One physical memory (per instance of its level) and the operands it keeps."""
+
+    memory: str
+    operands: frozenset[str]
+    capacity_bytes: int | None  # None: unbounded (main memory)
+    read_energy_pj_per_byte: float
+    write_energy_pj_per_byte: float
+    read_bandwidth: float  # bytes per cycle per instance (inf: unconstrained)
+    write_bandwidth: float | None  # None: one port shared by reads and writes
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    stores: tuple[Store, ...]
+    instances: int
+    network_energy_pj_per_byte: float = 0.0
+    fanout: tuple[tuple[str, int], ...] = ()  # spatial axes between this level and the next inner one (or MACs)
+
+    @property
+    def keeps(self) -> frozenset[str]:
+        return frozenset().union(*(s.operands for s in self.stores))
+
+    def store_of(self, operand: str) -> Store | None:
+        for s in self.stores:
+            if operand in s.operands:
+                return s
+        return None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A place a loop factor can go: a level's temporal loop or one axis of a fanout."""
+
+    kind: str  # TEMPORAL or SPATIAL
+    level: int  # temporal: the level; spatial: the level *above* the fanout (-1 never used; MAC fanout is level 0's)
+    axis: str = ""
+    size: int = 0  # spatial: axis size
+    mac: bool = False  # spatial slot of the MAC fanout (below level 0)
+
+    @property
+    def name(self) -> str:
+        if self.kind == TEMPORAL:
+            return f"T{self.level}"
+        return f"S{'mac' if self.mac else self.level}:{self.axis}"
+
+
+@dataclass(frozen=True)
+class MappingArch:
+    name: str
+    levels: tuple[Level, ...]  # innermost first; the last is main memory
+    mac_fanout: tuple[tuple[str, int], ...]
+    mac_energy_pj: float
+    clock_hz: float
+
+    def __post_init__(self) -> None:
+        if not self.levels:
+            raise ValueError("an accelerator needs at least main memory")
+        top = self.levels[-1]
+        if top.instances != 1 or top.keeps != frozenset({"I", "W", "O"}):
+            raise ValueError("the outermost level must be one main memory keeping every operand")
+        for lv in self.levels:
+            if sum(len(s.operands) for s in lv.stores) != len(lv.keeps):
+                raise ValueError(f"level '{lv.name}': its memories must keep disjoint operands")
+
+    @property
+    def top(self) -> int:
+        return len(self.levels) - 1
+
+    @property
+    def num_macs(self) -> int:
+        return self.levels[0].instances * math.prod(s for _, s in self.mac_fanout)
+
+    def slots(self) -> tuple[Slot, ...]:
+        """Innermost first: MAC fanout axes, T0, fanout below level 1, T1, ..., T(top)."""
+        out = [Slot(SPATIAL, 0, a, s, mac=True) for a, s in self.mac_fanout]
+        for i, lv in enumerate(self.levels):
+            if i > 0:
+                out.extend(Slot(SPATIAL, i, a, s) for a, s in lv.fanout)
+            out.append(Slot(TEMPORAL, i))
+        return tuple(out)
+
+    def temporal_slot(self, level: int) -> int:
+        return next(k for k, s in enumerate(self.slots()) if s.kind == TEMPORAL and s.level == level)
+
+    def keeping_levels(self, operand: str) -> list[int]:
+        return [i for i, lv in enumerate(self.levels) if operand in lv.keeps]
+
+
+def arch_from_accelerator(acc: Accelerator) -> MappingArch:
+    """The mapping view of ``acc`` (see the module docstring)."""
+    mems = list(acc.memories)
+    if not mems or mems[0].kind != MemoryKind.DRAM:
+        raise ValueError(f"accelerator '{acc.name}': the first memory must be main memory")
+    groups: list[list] = []
+    for m in mems:
+        ops = m.mapping_operands
+        if not ops:
+            continue
+        g = groups[-1] if groups else None
+        if (g is not None and g[0].kind != MemoryKind.DRAM and g[0].instances == m.instances
+                and not any(ops & x.mapping_operands for x in g)):
+            g.append(m)
+        else:
+            groups.append([m])
+    if groups[0][0].kind != MemoryKind.DRAM or groups[0][0].mapping_operands != frozenset({"I", "W", "O"}):
+        raise ValueError(f"accelerator '{acc.name}': main memory must keep every operand")
+    num_pes = acc.pe_array.num_pes
+    pe_axes = acc.pe_array.axes
+    outer_first: list[Level] = []
+    pe_fanout_used = False
+    prev_instances = 1
+    for g in groups:
+        inst = g[0].instances
+        if inst % prev_instances:
+            raise ValueError(f"accelerator '{acc.name}': memory '{g[0].name}' has {inst} instances, not a multiple "
+                             f"of the {prev_instances} of the level above")
+        ratio = inst // prev_instances
+        if ratio == 1:
+            fanout: tuple[tuple[str, int], ...] = ()
+        elif ratio == num_pes and not pe_fanout_used:
+            fanout, pe_fanout_used = pe_axes, True
+        else:
+            fanout = ((f"x{len(outer_first)}", ratio),)
+        stores = tuple(
+            Store(m.name, m.mapping_operands, m.capacity_bytes, m.read_energy_pj_per_byte,
+                  m.write_energy_pj_per_byte, m.bandwidth_bytes_per_cycle, m.write_bandwidth_bytes_per_cycle)
+            for m in g
+        )
+        name = "+".join(m.name for m in g)
+        net = max(m.network_energy_pj_per_byte for m in g)
+        outer_first.append(Level(name, stores, inst, net, fanout))
+        prev_instances = inst
+    # the fanout attribute of each level is the fanout *below* it: shift by one
+    levels_outer: list[Level] = []
+    for i, lv in enumerate(outer_first):
+        below = outer_first[i + 1].fanout if i + 1 < len(outer_first) else ()
+        levels_outer.append(Level(lv.name, lv.stores, lv.instances, lv.network_energy_pj_per_byte, below))
+    mac_axes: list[tuple[str, int]] = []
+    innermost = outer_first[-1].instances
+    if not pe_fanout_used:
+        if innermost == 1:
+            mac_axes.extend(pe_axes)
+        elif num_pes % innermost == 0 and num_pes > innermost:
+            mac_axes.append(("pe", num_pes // innermost))
+    if acc.pe_array.macs_per_pe_per_cycle > 1:
+        mac_axes.append(("mac", acc.pe_array.macs_per_pe_per_cycle))
+    return MappingArch(acc.name, tuple(reversed(levels_outer)), tuple(mac_axes), acc.mac_energy_pj, acc.clock_hz)
+
+
+__all__ = ["SPATIAL", "TEMPORAL", "Level", "MappingArch", "Slot", "Store", "arch_from_accelerator"]

@@ -1,0 +1,305 @@
+r"""The analytical cost model of a mapping: access counts, energy, latency, utilization, EDP.
+
+Notation. Slots ``k`` are numbered innermost first (:meth:`MappingArch.slots`); ``f[d][k]`` is the factor of
+dimension ``d`` at slot ``k`` and the loop index of ``d`` is ``x_d = sum_k i_{d,k} * prod_{k'<k} f[d][k']``. The loop
+nest, outermost first, is ``T(top) S(top) T(top-1) ... S(1) T(0) S(mac) MAC`` where ``T(j)`` are the temporal loops of
+level ``j`` in the mapping's order and ``S(j)`` the fanout below level ``j``. All quantities are element counts;
+bytes multiply by the operand's word size.
+
+* **Tile** ``D_j(t)``: the distinct elements of operand ``t`` one instance of level ``j`` holds — the footprint of
+  ``t`` over the slots at and below ``T(j)``. Convolution inputs count the sliding-window halo exactly (the rows
+  ``{stride*p + dilation*r}`` of a ``p x r`` slice). Capacity: for every store of every level below main memory,
+  ``sum_{t in store} D_j(t) * bytes_t <= capacity``.
+* **Instances used** ``N_j``: product of the spatial factors above ``T(j)``; ``N_mac`` of all spatial factors.
+* **Visits** ``R_c(t)``: a child ``c`` (a level keeping ``t``, or the MACs) gets a new tile of ``t`` when a
+  temporal loop above it advances, except loops in the innermost run of loops irrelevant to ``t`` (temporal reuse;
+  loops of factor 1 are ignored). ``R_c(t)`` is the product of the factors of the temporal loops above ``c``, in
+  nest order, without that run. The MACs have no storage: ``R_mac`` is the product of every temporal factor.
+* **Delivery** ``U_c(t)``: what the parent ``p`` (the next level above ``c`` keeping ``t``) sends per visit to all
+  the instances of ``c`` under one instance of ``p`` — the footprint of ``t`` over the slots at and below ``T(c)``
+  (for the MACs: none) plus the spatial slots between ``c`` and ``p``. Spatial factors irrelevant to ``t`` thus
+  multicast (inputs, weights) or reduce (partial sums) in the network.
+
+Access counts per (level, operand), for each child/parent pair ``c -> p`` of operand ``t``:
+
+* ``I``, ``W`` (read only): ``reads[p] += U_c * R_c * N_p``; if ``c`` is a level, ``writes[c] += D_c * R_c * N_c``
+  (fills) and the network into ``c`` carries the same elements.
+* ``O`` (read-modify-write): each visit drains the (reduced) tile to the parent, ``writes[p] += U_c * R_c * N_p``
+  (updates); the partial sums come back down on every visit but the first of each element in each instance of
+  ``p``: ``reads[p] += U_c * R_c * N_p - first_p`` with ``first_p = |O| * prod(spatial factors above T(p) of
+  dimensions irrelevant to O)``. If ``c`` is a level, ``reads[c] += D_c * R_c * N_c`` (drains) and
+  ``writes[c] +=`` the reloads; the network into/out of ``c`` carries drains plus reloads.
+* Main memory starts with ``I`` and ``W`` and ends with ``O``; nothing else is counted for it.
+
+Composition:
+
+* **Energy** (pJ) = sum over levels, operands of ``bytes * (reads * e_read + writes * e_write)`` of the store keeping
+  the operand, plus network bytes times the level's network energy, plus ``MACs * e_mac`` (padded MACs count:
+  padding is wasted work).
+* **Latency** (cycles) = ``max(compute, max_j memory_j)``: compute and every level's transfers overlap (double
+  buffering is assumed, as in Timeloop's and ZigZag's steady-state models). ``compute`` is the number of temporal
+  iterations (each MAC unit does one MAC per cycle); ``memory_j`` is, for the busiest store of level ``j``, its
+  per-instance traffic over its bandwidth — ``(reads + writes) / bw`` for a shared port, ``max(reads / bw_read,
+  writes / bw_write)`` for separate ports.
+* **Utilization** = real (unpadded) MACs / (latency * MAC units). **EDP** = energy (pJ) * latency (cycles).
+
+Not modelled (documented differences from Timeloop / ZigZag): sliding-window reuse *between* consecutive temporal
+tiles (a refetched input tile is fetched whole), network bandwidth limits, and per-access (rather than per-byte)
+energy granularity. The loop nest simulator in :mod:`dlaopt.formulations.mapping.simulate` executes mappings element
+by element and must reproduce every count here exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
+from dlaopt.formulations.mapping.loopnest import OPERANDS, LoopNest, coordinate_extent
+from dlaopt.formulations.mapping.mapping import Mapping, mapping_errors
+
+MAC = -1  # the MAC units as a pseudo child level
+OBJECTIVES = ("energy", "latency", "edp")
+
+
+@dataclass
+class Access:
+    reads: int = 0
+    writes: int = 0
+    network: int = 0
+
+
+@dataclass
+class CostReport:
+    """Everything the cost model says about one mapping."""
+
+    valid: bool
+    violations: list[str]
+    energy_pj: float = math.inf
+    latency_cycles: float = math.inf
+    compute_cycles: int = 0
+    memory_cycles: dict[str, float] = field(default_factory=dict)
+    accesses: dict[str, dict[str, Access]] = field(default_factory=dict)  # level name -> operand -> counts
+    energy_breakdown: dict[str, float] = field(default_factory=dict)  # "level/operand", "level/network", "mac"
+    tile_bytes: dict[str, dict[str, int]] = field(default_factory=dict)  # level name -> operand -> bytes per instance
+    macs: int = 0
+    real_macs: int = 0
+    mac_units: int = 0
+    spatial_used: int = 0
+
+    @property
+    def edp(self) -> float:
+        return self.energy_pj * self.latency_cycles
+
+    @property
+    def utilization(self) -> float:
+        if not self.valid or self.latency_cycles <= 0:
+            return 0.0
+        return self.real_macs / (self.latency_cycles * self.mac_units)
+
+    def objective(self, name: str) -> float:
+        if name == "energy":
+            return self.energy_pj
+        if name == "latency":
+            return self.latency_cycles
+        if name == "edp":
+            return self.edp
+        raise ValueError(f"unknown mapping objective '{name}' (expected one of {OBJECTIVES})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "violations": list(self.violations),
+            "energy_pj": self.energy_pj,
+            "latency_cycles": self.latency_cycles,
+            "edp": self.edp,
+            "utilization": self.utilization,
+            "compute_cycles": self.compute_cycles,
+            "memory_cycles": dict(self.memory_cycles),
+            "macs": self.macs,
+            "real_macs": self.real_macs,
+            "spatial_used": self.spatial_used,
+            "mac_units": self.mac_units,
+            "accesses": {lv: {t: {"reads": a.reads, "writes": a.writes, "network": a.network} for t, a in d.items()}
+                         for lv, d in self.accesses.items()},
+            "energy_breakdown": dict(self.energy_breakdown),
+            "tile_bytes": {lv: dict(d) for lv, d in self.tile_bytes.items()},
+        }
+
+
+def evaluate_mapping(nest: LoopNest, arch: MappingArch, m: Mapping, *, check_capacity: bool = True) -> CostReport:
+    """Access counts, energy, latency and capacity check of ``m`` (see the module docstring)."""
+    errors = mapping_errors(nest, arch, m)
+    if errors:
+        return CostReport(False, errors)
+    ctx = _Context(nest, arch, m)
+    report = CostReport(True, [], macs=nest.macs, real_macs=nest.real_macs, mac_units=arch.num_macs,
+                        spatial_used=ctx.instances(MAC))
+    acc: dict[int, dict[str, Access]] = {j: {t: Access() for t in lv.keeps} for j, lv in enumerate(arch.levels)}
+    for t in OPERANDS:
+        chain = [MAC, *arch.keeping_levels(t)]
+        for c, p in zip(chain, chain[1:], strict=False):
+            visits = ctx.visits(c, t)
+            delivered = ctx.delivery(c, p, t) * visits * ctx.instances(p)
+            if t == "O":
+                first = nest.footprint("O", nest.sizes) * ctx.irrelevant_spatial_above(p, "O")
+                acc[p][t].writes += delivered
+                acc[p][t].reads += delivered - first
+                if c != MAC:
+                    drains = ctx.tile(c, t) * visits * ctx.instances(c)
+                    acc[c][t].reads += drains
+                    acc[c][t].writes += delivered - first
+                    acc[c][t].network += drains + delivered - first
+            else:
+                acc[p][t].reads += delivered
+                if c != MAC:
+                    fills = ctx.tile(c, t) * visits * ctx.instances(c)
+                    acc[c][t].writes += fills
+                    acc[c][t].network += fills
+    word = {t: nest.operand(t).word_bytes for t in OPERANDS}
+    energy = 0.0
+    for j, lv in enumerate(arch.levels):
+        report.accesses[lv.name] = acc[j]
+        net_bytes = 0
+        for t, a in acc[j].items():
+            store = lv.store_of(t)
+            assert store is not None
+            e = word[t] * (a.reads * store.read_energy_pj_per_byte + a.writes * store.write_energy_pj_per_byte)
+            report.energy_breakdown[f"{lv.name}/{t}"] = e
+            energy += e
+            net_bytes += a.network * word[t]
+        if lv.network_energy_pj_per_byte and net_bytes:
+            e = net_bytes * lv.network_energy_pj_per_byte
+            report.energy_breakdown[f"{lv.name}/network"] = e
+            energy += e
+        cycles = 0.0
+        n = ctx.instances(j)
+        for store in lv.stores:
+            r = sum(acc[j][t].reads * word[t] for t in store.operands) / n
+            w = sum(acc[j][t].writes * word[t] for t in store.operands) / n
+            if store.write_bandwidth is None:
+                c = (r + w) / store.read_bandwidth
+            else:
+                c = max(r / store.read_bandwidth, w / store.write_bandwidth)
+            cycles = max(cycles, c)
+        report.memory_cycles[lv.name] = cycles
+        if j < arch.top:
+            report.tile_bytes[lv.name] = {t: ctx.tile(j, t) * word[t] for t in lv.keeps}
+            if check_capacity:
+                for store in lv.stores:
+                    if store.capacity_bytes is None:
+                        continue
+                    used = sum(ctx.tile(j, t) * word[t] for t in store.operands)
+                    if used > store.capacity_bytes:
+                        report.violations.append(
+                            f"level {lv.name}: tiles of {'+'.join(sorted(store.operands))} need {used} B in "
+                            f"'{store.memory}' of {store.capacity_bytes} B")
+    e_mac = nest.macs * arch.mac_energy_pj
+    report.energy_breakdown["mac"] = e_mac
+    energy += e_mac
+    report.compute_cycles = ctx.temporal_iterations()
+    report.energy_pj = energy
+    report.latency_cycles = max([float(report.compute_cycles), *report.memory_cycles.values()])
+    if report.violations:
+        report.valid = False
+    return report
+
+
+class _Context:
+    """Per-mapping helpers: index sets, footprints, visits and instance counts."""
+
+    def __init__(self, nest: LoopNest, arch: MappingArch, m: Mapping) -> None:
+        self.nest, self.arch, self.m = nest, arch, m
+        self.slots = arch.slots()
+        self.tslot = {s.level: k for k, s in enumerate(self.slots) if s.kind == TEMPORAL}
+
+    def instances(self, level: int) -> int:
+        start = 0 if level == MAC else self.tslot[level] + 1
+        return math.prod(self.m.factors[d][k] for k in range(start, len(self.slots))
+                         if self.slots[k].kind == SPATIAL for d in self.nest.dims)
+
+    def irrelevant_spatial_above(self, level: int, operand: str) -> int:
+        rel = self.nest.operand(operand).dims
+        return math.prod(self.m.factors[d][k] for k in range(self.tslot[level] + 1, len(self.slots))
+                         if self.slots[k].kind == SPATIAL for d in self.nest.dims if d not in rel)
+
+    def temporal_iterations(self) -> int:
+        return math.prod(self.m.factors[d][k] for k, s in enumerate(self.slots) if s.kind == TEMPORAL
+                         for d in self.nest.dims)
+
+    def tile(self, level: int, operand: str) -> int:
+        top = self.tslot[level]
+        return self.nest.footprint(operand, {d: math.prod(self.m.factors[d][: top + 1]) for d in self.nest.dims})
+
+    def delivery(self, child: int, parent: int, operand: str) -> int:
+        """Footprint over the slots at/below T(child) plus the spatial slots between child and parent."""
+        lo = 0 if child == MAC else self.tslot[child] + 1
+        include = [k < lo or (self.slots[k].kind == SPATIAL and k < self.tslot[parent])
+                   for k in range(len(self.slots))]
+        if child == MAC:
+            include = [self.slots[k].kind == SPATIAL and k < self.tslot[parent] for k in range(len(self.slots))]
+        return self._footprint(operand, include)
+
+    def _footprint(self, operand: str, include: Sequence[bool]) -> int:
+        sets: dict[str, tuple[int, ...] | int] = {}
+        for d in self.nest.dims:
+            fs = self.m.factors[d]
+            prefix = 0
+            while prefix < len(fs) and (include[prefix] or fs[prefix] == 1):
+                prefix += 1
+            if all(not include[k] or fs[k] == 1 for k in range(prefix, len(fs))):
+                sets[d] = math.prod(fs[:prefix])  # a contiguous range [0, n)
+            else:
+                sets[d] = _index_set(tuple(fs), tuple(include))
+        total = 1
+        for coord in self.nest.operand(operand).coords:
+            terms = tuple((coef, sets[d]) for d, coef in coord.terms)
+            if all(isinstance(s, int) for _, s in terms):
+                total *= coordinate_extent(tuple((c, s) for c, s in terms))  # type: ignore[misc]
+            else:
+                total *= _set_extent(tuple((c, _as_set(s)) for c, s in terms))
+        return total
+
+    def visits(self, child: int, operand: str) -> int:
+        loops: list[tuple[str, int]] = []  # outermost first
+        lo = 0 if child == MAC else child + 1
+        for j in range(self.arch.top, lo - 1, -1):
+            k = self.tslot[j]
+            loops.extend((d, self.m.factors[d][k]) for d in self.m.orders[j] if self.m.factors[d][k] > 1)
+        if child == MAC:
+            return math.prod(f for _, f in loops)
+        rel = self.nest.operand(operand).dims
+        end = len(loops)
+        while end > 0 and loops[end - 1][0] not in rel:
+            end -= 1
+        return math.prod(f for _, f in loops[:end])
+
+
+def _as_set(s: tuple[int, ...] | int) -> tuple[int, ...]:
+    return tuple(range(s)) if isinstance(s, int) else s
+
+
+@cache
+def _index_set(factors: tuple[int, ...], include: tuple[bool, ...]) -> tuple[int, ...]:
+    """Loop index values reached when the included slots range and the others stay at 0."""
+    values = [0]
+    stride = 1
+    for f, inc in zip(factors, include, strict=True):
+        if inc and f > 1:
+            values = [v + i * stride for i in range(f) for v in values]
+        stride *= f
+    return tuple(sorted(values))
+
+
+@cache
+def _set_extent(terms: tuple[tuple[int, tuple[int, ...]], ...]) -> int:
+    values = {0}
+    for coef, idx in terms:
+        values = {v + coef * i for v in values for i in idx}
+    return len(values)
+
+
+__all__ = ["MAC", "OBJECTIVES", "Access", "CostReport", "evaluate_mapping"]

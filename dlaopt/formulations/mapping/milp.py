@@ -1,0 +1,692 @@
+r"""The exact mapping model: a MILP whose optimum is the optimum of the cost model (:mod:`.cost`), not a proxy.
+
+Variables and the math they encode (slots ``k`` innermost first, levels ``m``, operands ``t``):
+
+* ``n[d,k,p]`` integer — the exponent of prime ``p`` in the factor of dimension ``d`` at slot ``k``;
+  ``sum_k n[d,k,p] = e_p(D_d)`` (perfect factorization). ``l[d,k] = sum_p n[d,k,p] ln p = ln f[d,k]`` is linear.
+  A fanout axis of size ``A``: ``sum_d l[d,k] <= ln A``.
+* Loop order. At one level, every loop is irrelevant to at most one operand of a conv or a matmul (dims relevant to
+  all, like groups or the batch of a batched matmul, are placed outermost), so the innermost non-trivial loop of a
+  level is irrelevant to exactly one operand and only that operand's irrelevant loops can sit in its innermost run.
+  Grouping each operand's irrelevant loops together and choosing which group is innermost therefore reaches every
+  reuse pattern any permutation reaches: binaries ``s[m,t]`` with ``sum_t s[m,t] <= 1`` choose the innermost group.
+  ``one[d,m] <= 1 - n[d,T(m),p] / e_p`` is 1 only when ``f[d,T(m)] = 1``.
+* Reuse. ``g[t,c,m] = 1`` when operand ``t``, at child ``c``, reuses its tile across level ``m``'s loops irrelevant to
+  ``t``: ``g <= s[m,t]`` (its group is innermost; when a level has no non-trivial loop relevant to ``t``, choosing
+  ``s[m,t] = 1`` costs the other operands nothing, since their irrelevant loops there are trivial) and
+  ``g <= one[d,m']`` for every ``d`` relevant to ``t`` at the levels ``c < m' < m`` (nothing relevant in between).
+  ``q[t,c,d,m] <= l[d,T(m)]``, ``q <= ln(D_d) g``: the log of the loop factors reuse saves. Then
+  ``ln R_c(t) = sum_{m>c} sum_d l[d,T(m)] - sum q``. (These are upper bounds only: the model can at most claim the
+  reuse the decoded order really gets, so its value is an upper bound of the true cost at every point and exact at
+  the optimum.)
+* Footprints. A coordinate with one dimension contributes ``sum_{k in tile} l[d,k]``; a sliding-window coordinate
+  ``stride*P + dilation*R`` contributes ``ln extent`` through a one-hot ``w`` over the run products of ``P`` and ``R``
+  on the slots that shape the tile, linked exactly to ``n`` by prime exponents.
+* Every count of the cost model is then ``exp(L)`` with ``L`` linear. A count with a positive coefficient gets a
+  variable ``T >= `` the secant lines of ``exp`` through consecutive achievable values of the count (enumerated per
+  component, so at every integer point ``T`` equals the count exactly: ``exp`` is convex). Values beyond the
+  incumbent's cost are cut at the first achievable value above it (nothing up there can be optimal). Counts
+  subtracted (the first visits of partial sums) are products of integers only: a one-hot over their achievable values,
+  linked by prime exponents, gives them exactly.
+* Capacity: ``sum_{t in store} bytes_t T_tile(t) <= capacity``. Energy: ``sum coef * T + MACs e_mac``. Latency: ``L >=
+  compute``, ``L >=`` every store's per-instance traffic over its bandwidth. EDP is solved by
+  :func:`dlaopt.formulations.mapping.exact.solve_layer` as a sequence of energy models under latency caps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+
+from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
+from dlaopt.formulations.mapping.cost import MAC
+from dlaopt.formulations.mapping.loopnest import OPERANDS, Coordinate, LoopNest, divisors, prime_factors
+from dlaopt.formulations.mapping.mapping import Mapping
+from dlaopt.solvers.linear import LinearModel, LinearModelBuilder
+
+Expr = dict[int, float]
+
+
+def _add(*parts: tuple[Expr, float]) -> Expr:
+    out: Expr = {}
+    for e, s in parts:
+        for k, v in e.items():
+            out[k] = out.get(k, 0.0) + s * v
+    return out
+
+
+@dataclass
+class TermSpec:
+    """``exp`` of: the footprint of ``operand`` over ``include`` (if given) + ``sum coef[d,k] * ln f[d,k]`` - the
+    reuse savings of ``operand`` at child ``reuse_child`` (if given; its slots in ``maybe``)."""
+
+    name: str
+    operand: str | None
+    include: tuple[bool, ...] | None
+    coef: dict[tuple[str, int], int]
+    reuse_child: int | None = None
+    maybe: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
+@dataclass
+class _Term:
+    spec: TermSpec
+    expr: Expr
+    col: int = -1
+    lam_col: int = -1
+
+
+class MappingMilp:
+    """The model for one layer (see the module docstring).
+
+    ``cap``: an incumbent objective value; counts whose contribution alone exceeds it are cut at the first achievable
+    value above it. ``latency_limit``: adds ``latency <= limit`` (the EDP driver); ``energy_cap`` likewise caps the
+    energy counts in that case."""
+
+    def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, cap: float | None = None,
+                 latency_limit: float | None = None, energy_cap: float | None = None) -> None:
+        if objective not in ("energy", "latency"):
+            raise ValueError(f"the MILP optimises energy or latency, not '{objective}'")
+        self.nest, self.arch, self.objective = nest, arch, objective
+        self.slots = arch.slots()
+        self.K = len(self.slots)
+        self.tslot = {s.level: k for k, s in enumerate(self.slots) if s.kind == TEMPORAL}
+        self.dims = [d for d in nest.dims if nest.sizes[d] > 1]
+        self.primes = {d: prime_factors(nest.sizes[d]) for d in self.dims}
+        self.word = {t: nest.operand(t).word_bytes for t in OPERANDS}
+        self.cap, self.latency_limit, self.energy_cap = cap, latency_limit, energy_cap
+        self._lb: list[float] = []
+        self._ub: list[float] = []
+        self._int: list[bool] = []
+        self._cost: list[float] = []
+        self._rows: list[tuple[Expr, float, float]] = []
+        self._terms: list[_Term] = []
+        self._halo: dict[tuple, tuple[Expr, list[tuple[tuple, int]], tuple[bool, ...]]] = {}
+        self._ratios: list[tuple[list[tuple[int, int, int]], list[tuple[str, int]], list[tuple[str, int]]]] = []
+        self._splits: dict[str, list[tuple[int, ...]]] = {}
+        self._one_col = self._var(1.0, 1.0)
+        self.c0 = 0.0
+        self._build()
+
+    # ------------------------------------------------------------------------------------------ primitives
+    def _var(self, lb: float = 0.0, ub: float = math.inf, integer: bool = False) -> int:
+        self._lb.append(lb)
+        self._ub.append(ub)
+        self._int.append(integer)
+        self._cost.append(0.0)
+        return len(self._lb) - 1
+
+    def _row(self, expr: Expr, lo: float = -math.inf, hi: float = math.inf) -> None:
+        self._rows.append((expr, lo, hi))
+
+    def ln_f(self, d: str, k: int) -> Expr:
+        if d not in self.primes:
+            return {}
+        return {self.n[d, k, p]: math.log(p) for p in self.primes[d]}
+
+    # ------------------------------------------------------------------------------------------ structure
+    def _build(self) -> None:
+        nest, arch = self.nest, self.arch
+        self.n: dict[tuple[str, int, int], int] = {}
+        for d in self.dims:
+            for p, e in self.primes[d].items():
+                for k, s in enumerate(self.slots):
+                    ub = e if s.kind == TEMPORAL else min(e, _max_exp(s.size, p))
+                    self.n[d, k, p] = self._var(0, ub, integer=True)
+                self._row({self.n[d, k, p]: 1.0 for k in range(self.K)}, e, e)
+        for k, s in enumerate(self.slots):
+            if s.kind == SPATIAL:
+                expr = _add(*((self.ln_f(d, k), 1.0) for d in self.dims))
+                if expr:
+                    self._row(expr, hi=math.log(s.size) + 1e-9)
+        self.one: dict[tuple[str, int], int] = {}
+        for d in self.dims:
+            for m, k in self.tslot.items():
+                v = self.one[d, m] = self._var(0, 1)
+                for p, e in self.primes[d].items():
+                    self._row({v: 1.0, self.n[d, k, p]: 1.0 / e}, hi=1.0)
+        self.s: dict[tuple[int, str], int] = {}
+        for m in self.tslot:
+            for t in OPERANDS:
+                self.s[m, t] = self._var(0, 1, integer=True)
+            self._row({self.s[m, t]: 1.0 for t in OPERANDS}, hi=1.0)
+        self.g: dict[tuple[str, int, int], int] = {}
+        self.qcols: dict[tuple[str, int, int, str], int] = {}
+        for t in OPERANDS:
+            rel = nest.operand(t).dims
+            irr = [d for d in self.dims if d not in rel]
+            if not irr:
+                continue
+            for c in arch.keeping_levels(t)[:-1]:
+                for m in range(c + 1, arch.top + 1):
+                    g = self.g[t, c, m] = self._var(0, 1, integer=True)
+                    self._row({g: 1.0, self.s[m, t]: -1.0}, hi=0.0)
+                    for m2 in range(c + 1, m):
+                        for d in self.dims:
+                            if d in rel:
+                                self._row({g: 1.0, self.one[d, m2]: -1.0}, hi=0.0)
+                    for d in irr:
+                        qv = self.qcols[t, c, m, d] = self._var(0, math.log(nest.sizes[d]))
+                        self._row(_add(({qv: 1.0}, 1.0), (self.ln_f(d, self.tslot[m]), -1.0)), hi=0.0)
+                        self._row({qv: 1.0, g: -math.log(nest.sizes[d])}, hi=0.0)
+        self._objective_and_constraints()
+
+    # ------------------------------------------------------------------------------------------ count terms
+    def _spatial_above(self, level: int) -> list[int]:
+        start = 0 if level == MAC else self.tslot[level] + 1
+        return [k for k in range(start, self.K) if self.slots[k].kind == SPATIAL]
+
+    def _temporal_above(self, child: int) -> list[int]:
+        lo = 0 if child == MAC else child + 1
+        return [self.tslot[m] for m in range(lo, self.arch.top + 1)]
+
+    def _include_tile(self, level: int) -> tuple[bool, ...]:
+        return tuple(k <= self.tslot[level] for k in range(self.K))
+
+    def _include_delivery(self, child: int, parent: int) -> tuple[bool, ...]:
+        lo = -1 if child == MAC else self.tslot[child]
+        return tuple(k <= lo or (self.slots[k].kind == SPATIAL and k < self.tslot[parent]) for k in range(self.K))
+
+    def _spec(self, name: str, t: str | None, include: tuple[bool, ...] | None, *, visits_of: int | None = None,
+              times_instances: int | None = None, per_instance_of: int | None = None) -> TermSpec:
+        """footprint(include) x visits of child ``visits_of`` x instances above ``times_instances`` / instances above
+        ``per_instance_of``."""
+        coef: dict[tuple[str, int], int] = {}
+        maybe: dict[str, frozenset[int]] = {}
+        reuse_child = None
+        if visits_of is not None:
+            rel = self.nest.operand(t).dims if t is not None else frozenset(self.dims)
+            ks = self._temporal_above(visits_of)
+            for d in self.dims:
+                for k in ks:
+                    coef[d, k] = coef.get((d, k), 0) + 1
+                if visits_of != MAC and d not in rel:
+                    maybe[d] = frozenset(ks)
+            if visits_of != MAC and t is not None:
+                reuse_child = visits_of
+        if times_instances is not None:
+            for k in self._spatial_above(times_instances):
+                for d in self.dims:
+                    coef[d, k] = coef.get((d, k), 0) + 1
+        if per_instance_of is not None:
+            for k in self._spatial_above(per_instance_of):
+                for d in self.dims:
+                    coef[d, k] = coef.get((d, k), 0) - 1
+        return TermSpec(name, t, include, {k: v for k, v in coef.items() if v}, reuse_child, maybe)
+
+    def _term(self, spec: TermSpec) -> _Term:
+        expr: Expr = {}
+        if spec.include is not None:
+            assert spec.operand is not None
+            expr = self._footprint_expr(spec.operand, spec.include)
+        for (d, k), c in spec.coef.items():
+            expr = _add((expr, 1.0), (self.ln_f(d, k), float(c)))
+        if spec.reuse_child is not None:
+            assert spec.operand is not None
+            for (t, c, _, _), qv in self.qcols.items():
+                if t == spec.operand and c == spec.reuse_child:
+                    expr[qv] = expr.get(qv, 0.0) - 1.0
+        return _Term(spec, expr)
+
+    def _footprint_expr(self, t: str, include: tuple[bool, ...]) -> Expr:
+        expr: Expr = {}
+        for coord in self.nest.operand(t).coords:
+            live = tuple((d, c) for d, c in coord.terms if d in self.primes)
+            if len(live) == 1:
+                for k in range(self.K):
+                    if include[k]:
+                        expr = _add((expr, 1.0), (self.ln_f(live[0][0], k), 1.0))
+            elif len(live) == 2:
+                expr = _add((expr, 1.0), (self._halo_expr(Coordinate(live), include), 1.0))
+            elif len(live) > 2:
+                raise ValueError("coordinates over more than two loop dimensions are not supported by the MILP")
+        return expr
+
+    def _halo_expr(self, coord: Coordinate, include: tuple[bool, ...]) -> Expr:
+        kmax = max((k for k in range(self.K) if include[k]), default=-1)
+        pattern = tuple(include[: kmax + 1])
+        key = (coord, pattern)
+        if key not in self._halo:
+            runs = _runs(pattern)
+            (a, ca), (b, cb) = coord.terms
+            cols: list[tuple[tuple, int]] = []
+            expr: Expr = {}
+            inc = tuple(i for i, _ in runs)
+            for ka in _run_products(self.nest.sizes[a], len(runs)):
+                for kb in _run_products(self.nest.sizes[b], len(runs)):
+                    w = self._var(0, 1, integer=True)
+                    expr[w] = math.log(_halo_extent(ca, cb, ka, kb, inc))
+                    cols.append(((ka, kb), w))
+            self._row({w: 1.0 for _, w in cols}, 1.0, 1.0)
+            for dim, which in ((a, 0), (b, 1)):
+                for r, (_, ks) in enumerate(runs):
+                    for p in self.primes[dim]:
+                        row: Expr = {w: float(_exp(kv[which][r], p)) for kv, w in cols if _exp(kv[which][r], p)}
+                        for k in ks:
+                            row[self.n[dim, k, p]] = row.get(self.n[dim, k, p], 0.0) - 1.0
+                        self._row(row, 0.0, 0.0)
+            self._halo[key] = (expr, cols, pattern)
+        return self._halo[key][0]
+
+    def _ratio(self, base: float, num: list[tuple[str, int]], den: list[tuple[str, int]]) -> Expr:
+        """``base * prod(num factors) / prod(den factors)`` exactly, via a one-hot over (num, den) products."""
+        common = set(num) & set(den)
+        num = [x for x in num if x not in common and x[0] in self.primes]
+        den = [x for x in den if x not in common and x[0] in self.primes]
+        if not num and not den:
+            return {self._one_col: float(base)}
+
+        def products(items: list[tuple[str, int]]) -> list[int]:
+            if not items:
+                return [1]
+            bound = math.prod(self.nest.sizes[d] for d in {d for d, _ in items})
+            lim = math.prod({k: self.slots[k].size if self.slots[k].kind == SPATIAL else bound
+                             for _, k in items}.values())
+            return [v for v in divisors(bound) if v <= lim]
+
+        cols = []
+        expr: Expr = {}
+        for a in products(num):
+            for b in products(den):
+                w = self._var(0, 1, integer=True)
+                cols.append((a, b, w))
+                expr[w] = base * a / b
+        self._row({w: 1.0 for *_, w in cols}, 1.0, 1.0)
+        primes = sorted({p for d in self.dims for p in self.primes[d]})
+        for items, which in ((num, 0), (den, 1)):
+            for p in primes:
+                row: Expr = {c[2]: float(_exp(c[which], p)) for c in cols if _exp(c[which], p)}
+                for d, k in items:
+                    if p in self.primes[d]:
+                        row[self.n[d, k, p]] = row.get(self.n[d, k, p], 0.0) - 1.0
+                if row:
+                    self._row(row, 0.0, 0.0)
+        self._ratios.append((cols, num, den))
+        return expr
+
+    def _first(self, p: int, divide_by: int | None) -> Expr:
+        """first_p (divided by the instances above ``divide_by`` when given), exactly."""
+        rel = self.nest.operand("O").dims
+        size_o = self.nest.footprint("O", self.nest.sizes)
+        num = [(d, k) for d in self.dims if d not in rel for k in self._spatial_above(p)]
+        den = [] if divide_by is None else [(d, k) for d in self.dims for k in self._spatial_above(divide_by)]
+        return self._ratio(float(size_o), num, den)
+
+    # ------------------------------------------------------------------------------------------ objective
+    def _objective_and_constraints(self) -> None:
+        nest, arch = self.nest, self.arch
+        energy: list[tuple[_Term, float]] = []
+        energy_neg: list[tuple[Expr, float]] = []
+        rd: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
+        wr: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
+        rd_neg: dict[tuple[int, str], list[tuple[Expr, float]]] = {}
+        wr_neg: dict[tuple[int, str], list[tuple[Expr, float]]] = {}
+        tiles: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
+        for t in OPERANDS:
+            w = float(self.word[t])
+            chain = [MAC, *arch.keeping_levels(t)]
+            for c, p in zip(chain, chain[1:], strict=False):
+                sp = arch.levels[p].store_of(t)
+                assert sp is not None
+                inc = self._include_delivery(c, p)
+                deliv = self._term(self._spec(f"{t}:{c}->{p}", t, inc, visits_of=c, times_instances=p))
+                deliv_pi = self._term(self._spec(f"{t}:{c}->{p}/pi", t, inc, visits_of=c))
+                sc = arch.levels[c].store_of(t) if c != MAC else None
+                net = arch.levels[c].network_energy_pj_per_byte if c != MAC else 0.0
+                if t == "O":
+                    coef = w * (sp.write_energy_pj_per_byte + sp.read_energy_pj_per_byte)
+                    fcoef = w * sp.read_energy_pj_per_byte
+                    if sc is not None:
+                        coef += w * (sc.write_energy_pj_per_byte + net)
+                        fcoef += w * (sc.write_energy_pj_per_byte + net)
+                    energy.append((deliv, coef))
+                    energy_neg.append((self._first(p, None), fcoef))
+                    rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
+                    wr.setdefault((p, sp.memory), []).append((deliv_pi, w))
+                    rd_neg.setdefault((p, sp.memory), []).append((self._first(p, p), w))
+                    if sc is not None:
+                        tile = self._include_tile(c)
+                        drains = self._term(self._spec(f"O:drain{c}", t, tile, visits_of=c, times_instances=c))
+                        energy.append((drains, w * (sc.read_energy_pj_per_byte + net)))
+                        drains_pi = self._term(self._spec(f"O:drain{c}/pi", t, tile, visits_of=c))
+                        rd.setdefault((c, sc.memory), []).append((drains_pi, w))
+                        reload_pi = self._term(self._spec(f"O:reload{c}/pi", t, inc, visits_of=c, times_instances=p,
+                                                          per_instance_of=c))
+                        wr.setdefault((c, sc.memory), []).append((reload_pi, w))
+                        wr_neg.setdefault((c, sc.memory), []).append((self._first(p, c), w))
+                else:
+                    energy.append((deliv, w * sp.read_energy_pj_per_byte))
+                    rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
+                    if sc is not None:
+                        tile = self._include_tile(c)
+                        fills = self._term(self._spec(f"{t}:fill{c}", t, tile, visits_of=c, times_instances=c))
+                        energy.append((fills, w * (sc.write_energy_pj_per_byte + net)))
+                        fills_pi = self._term(self._spec(f"{t}:fill{c}/pi", t, tile, visits_of=c))
+                        wr.setdefault((c, sc.memory), []).append((fills_pi, w))
+            for j in arch.keeping_levels(t)[:-1]:
+                store = arch.levels[j].store_of(t)
+                assert store is not None
+                if store.capacity_bytes is not None:
+                    tiles.setdefault((j, store.memory), []).append(
+                        (self._term(self._spec(f"{t}:tile{j}", t, self._include_tile(j))), w))
+        for (j, mem), items in tiles.items():
+            cap = next(s for s in arch.levels[j].stores if s.memory == mem).capacity_bytes
+            assert cap is not None
+            row: Expr = {}
+            for term, w in items:
+                self._materialize(term, cap / w)
+                row[term.col] = row.get(term.col, 0.0) + w
+            self._row(row, hi=float(cap))
+        # energy
+        energy_cap = self.energy_cap if self.energy_cap is not None else (
+            self.cap if self.objective == "energy" else None)
+        self.energy_expr: Expr = {}
+        for term, coef in energy:
+            if coef <= 0:
+                continue
+            self._materialize(term, None if energy_cap is None else energy_cap / coef)
+            self.energy_expr[term.col] = self.energy_expr.get(term.col, 0.0) + coef
+        for expr, coef in energy_neg:
+            for k, v in expr.items():
+                self.energy_expr[k] = self.energy_expr.get(k, 0.0) - coef * v
+        self.energy_const = nest.macs * arch.mac_energy_pj
+        # latency
+        lat_cap = self.latency_limit if self.latency_limit is not None else (
+            self.cap if self.objective == "latency" else None)
+        self.latency_col = self._var(0, math.inf if self.latency_limit is None else self.latency_limit)
+        compute = self._term(self._spec("compute", None, None, visits_of=MAC))
+        self._materialize(compute, lat_cap)
+        self._row({self.latency_col: 1.0, compute.col: -1.0}, lo=0.0)
+        for j, lv in enumerate(arch.levels):
+            for store in lv.stores:
+                key = (j, store.memory)
+                if store.write_bandwidth is None:
+                    self._latency_row(rd.get(key, []) + wr.get(key, []), rd_neg.get(key, []) + wr_neg.get(key, []),
+                                      store.read_bandwidth, lat_cap)
+                else:
+                    self._latency_row(rd.get(key, []), rd_neg.get(key, []), store.read_bandwidth, lat_cap)
+                    self._latency_row(wr.get(key, []), wr_neg.get(key, []), store.write_bandwidth, lat_cap)
+        if self.objective == "energy":
+            for k, v in self.energy_expr.items():
+                self._cost[k] += v
+            self.c0 = self.energy_const
+        else:
+            self._cost[self.latency_col] += 1.0
+
+    def _latency_row(self, terms: list[tuple[_Term, float]], negs: list[tuple[Expr, float]], bw: float,
+                     cap: float | None) -> None:
+        if not terms or math.isinf(bw):
+            return
+        row: Expr = {self.latency_col: 1.0}
+        for term, w in terms:
+            coef = w / bw
+            self._materialize(term, None if cap is None else cap / coef)
+            row[term.col] = row.get(term.col, 0.0) - coef
+        for expr, w in negs:
+            for k, v in expr.items():
+                row[k] = row.get(k, 0.0) + v * w / bw
+        self._row(row, lo=0.0)
+
+    def _materialize(self, term: _Term, cap: float | None) -> None:
+        """``T >= exp(L)``: secant cuts through the achievable values of the count (up to the first above ``cap``)."""
+        if term.col >= 0:
+            return
+        values = self._values(term.spec, cap)
+        term.col = self._var(0.0)
+        term.lam_col = self._var(-math.inf, math.inf)
+        self._row(_add(({term.lam_col: 1.0}, 1.0), (term.expr, -1.0)), 0.0, 0.0)
+        logs = np.log(values)
+        self._row({term.lam_col: 1.0}, lo=float(logs[0]) - 1e-9)
+        if len(values) == 1:
+            self._row({term.col: 1.0}, lo=float(values[0]))
+        for i in range(len(values) - 1):
+            slope = (values[i + 1] - values[i]) / (logs[i + 1] - logs[i])
+            self._row({term.col: 1.0, term.lam_col: -slope}, lo=float(values[i] - slope * logs[i]))
+        self._terms.append(term)
+
+    # ------------------------------------------------------------------------------------------ achievable values
+    def _dim_splits(self, d: str) -> list[tuple[int, ...]]:
+        if d not in self._splits:
+            out: list[tuple[int, ...]] = []
+
+            def rec(k: int, prefix: tuple[int, ...], remaining: int) -> None:
+                if k == self.K - 1:
+                    s = self.slots[k]
+                    if s.kind == TEMPORAL or remaining <= s.size:
+                        out.append((*prefix, remaining))
+                    return
+                s = self.slots[k]
+                for v in divisors(remaining):
+                    if s.kind == SPATIAL and v > s.size:
+                        break
+                    rec(k + 1, (*prefix, v), remaining // v)
+            rec(0, (), self.nest.sizes[d])
+            self._splits[d] = out
+        return self._splits[d]
+
+    def _component_values(self, spec: TermSpec, dims: tuple[str, ...], coord: Coordinate | None) -> set[float]:
+        """All values the count's factor from ``dims`` can take (a superset is fine: more secant points)."""
+        maybe = sorted({k for d in dims for k in spec.maybe.get(d, frozenset())})
+        vals: set[float] = set()
+        splits = [self._dim_splits(d) for d in dims]
+        for combo in _product(splits):
+            f = dict(zip(dims, combo, strict=True))
+            base = 1.0
+            if coord is not None:
+                assert spec.include is not None
+                kmax = max((k for k in range(self.K) if spec.include[k]), default=-1)
+                pattern = tuple(spec.include[: kmax + 1])
+                runs = _runs(pattern)
+                (a, ca), (b, cb) = coord.terms
+                ka = tuple(math.prod(f[a][k] for k in ks) for _, ks in runs)
+                kb = tuple(math.prod(f[b][k] for k in ks) for _, ks in runs)
+                base = float(_halo_extent(ca, cb, ka, kb, tuple(i for i, _ in runs)))
+            elif spec.include is not None and spec.operand is not None and dims[0] in self.nest.operand(
+                    spec.operand).dims:
+                base = float(math.prod(f[dims[0]][k] for k in range(self.K) if spec.include[k]))
+            for (d, k), c in spec.coef.items():
+                if d in f:
+                    base *= f[d][k] ** c
+            for r in range(len(maybe) + 1):
+                for saved in _combinations(maybe, r):
+                    v = base
+                    for k in saved:
+                        for d in dims:
+                            if k in spec.maybe.get(d, ()):
+                                v /= f[d][k]
+                    vals.add(v)
+        return vals
+
+    def _values(self, spec: TermSpec, cap: float | None) -> np.ndarray:
+        comps: list[tuple[tuple[str, ...], Coordinate | None]] = []
+        seen: set[str] = set()
+        if spec.include is not None and spec.operand is not None:
+            for coord in self.nest.operand(spec.operand).coords:
+                live = tuple((d, c) for d, c in coord.terms if d in self.primes)
+                if len(live) == 2:
+                    comps.append((tuple(d for d, _ in live), Coordinate(live)))
+                    seen.update(d for d, _ in live)
+        for d in self.dims:
+            if d not in seen:
+                comps.append(((d,), None))
+        current = np.array([1.0])
+        above = math.inf
+        for dims, coord in comps:
+            vals = np.array(sorted(self._component_values(spec, dims, coord)))
+            prod = np.unique(np.round((current[:, None] * vals[None, :]).ravel(), 9))
+            if cap is not None:
+                over = prod[prod > cap * (1 + 1e-9)]
+                above = min(above * float(vals.min()), float(over.min()) if over.size else math.inf)
+                prod = prod[prod <= cap * (1 + 1e-9)]
+            current = prod
+        if cap is not None and math.isfinite(above):
+            current = np.append(current, above)
+        current = np.unique(current)
+        keep = np.ones(current.size, dtype=bool)
+        keep[1:] = current[1:] > current[:-1] * (1 + 1e-9)  # values equal up to rounding are one breakpoint
+        return current[keep]
+
+    def build(self) -> LinearModel:
+        b = LinearModelBuilder(f"mapping-{self.nest.name}")
+        b.add_vars("x", len(self._lb), lower=np.array(self._lb), upper=np.array(self._ub),
+                   cost=np.array(self._cost))
+        b.c0 = self.c0
+        rows, cols, vals, lo, hi = [], [], [], [], []
+        for i, (expr, rl, rh) in enumerate(self._rows):
+            for k, v in expr.items():
+                rows.append(i)
+                cols.append(k)
+                vals.append(v)
+            lo.append(rl)
+            hi.append(rh)
+        b.add_rows("rows", len(self._rows), np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64),
+                   np.array(vals), lower=np.array(lo), upper=np.array(hi))
+        model = b.build()
+        return LinearModel(**{**model.__dict__, "integrality": np.array(self._int, dtype=bool)})
+
+    # ------------------------------------------------------------------------------------------ decode / encode
+    def decode(self, x: np.ndarray) -> Mapping:
+        factors: dict[str, list[int]] = {d: [1] * self.K for d in self.nest.dims}
+        for (d, k, p), col in self.n.items():
+            factors[d][k] *= p ** int(round(x[col]))
+        orders = []
+        for m in range(len(self.arch.levels)):
+            chosen = next((t for t in OPERANDS if x[self.s[m, t]] > 0.5), None)
+            orders.append(self.grouped_order(chosen))
+        return Mapping({d: tuple(fs) for d, fs in factors.items()}, tuple(orders))
+
+    def grouped_order(self, innermost: str | None) -> tuple[str, ...]:
+        """Dims relevant to every operand outermost, then each operand's irrelevant dims, ``innermost``'s last."""
+        nest = self.nest
+        groups: dict[str | None, list[str]] = {}
+        for d in nest.dims:
+            irr = [t for t in OPERANDS if d not in nest.operand(t).dims]
+            groups.setdefault(irr[0] if irr else None, []).append(d)
+        order = list(groups.get(None, []))
+        for t in OPERANDS:
+            if t != innermost:
+                order += groups.get(t, [])
+        if innermost is not None:
+            order += groups.get(innermost, [])
+        return tuple(order)
+
+    def encode(self, m: Mapping) -> np.ndarray:
+        """A complete column vector for ``m`` (a warm start), reading each level's innermost group off its order."""
+        nest = self.nest
+        x = np.zeros(len(self._lb))
+        x[self._one_col] = 1.0
+        for (d, k, p), col in self.n.items():
+            x[col] = _exp(m.factors[d][k], p)
+        for (d, lvl), col in self.one.items():
+            x[col] = 1.0 if m.factors[d][self.tslot[lvl]] == 1 else 0.0
+        for lvl, k in self.tslot.items():
+            live = [d for d in m.orders[lvl] if m.factors[d][k] > 1]
+            chosen = None
+            if live:
+                irr = [t for t in OPERANDS if live[-1] not in nest.operand(t).dims]
+                chosen = irr[0] if irr else None
+            for t in OPERANDS:
+                x[self.s[lvl, t]] = 1.0 if t == chosen else 0.0
+        for (t, c, lvl), col in self.g.items():
+            rel = nest.operand(t).dims
+            ok = x[self.s[lvl, t]] >= 1 and all(
+                x[self.one[d, m2]] >= 1 for m2 in range(c + 1, lvl) for d in self.dims if d in rel)
+            x[col] = 1.0 if ok else 0.0
+        for (t, c, lvl, d), col in self.qcols.items():
+            x[col] = math.log(m.factors[d][self.tslot[lvl]]) * x[self.g[t, c, lvl]]
+        for (coord, _), (_, cols, pattern) in self._halo.items():
+            runs = _runs(pattern)
+            (a, _), (b, _) = coord.terms
+            ka = tuple(math.prod(m.factors[a][k] for k in ks) for _, ks in runs)
+            kb = tuple(math.prod(m.factors[b][k] for k in ks) for _, ks in runs)
+            for kv, w in cols:
+                x[w] = 1.0 if kv == (ka, kb) else 0.0
+        for cols, num, den in self._ratios:
+            pa = math.prod(m.factors[d][k] for d, k in num)
+            pb = math.prod(m.factors[d][k] for d, k in den)
+            for a, b, w in cols:
+                x[w] = 1.0 if (a, b) == (pa, pb) else 0.0
+        for term in self._terms:
+            lam = sum(v * x[k] for k, v in term.expr.items())
+            x[term.lam_col] = lam
+            x[term.col] = math.exp(lam) * (1 + 1e-12)
+        # latency: the largest right-hand side among its rows
+        x[self.latency_col] = 0.0
+        model_rows = [(e, lo) for e, lo, _ in self._rows if self.latency_col in e and e[self.latency_col] == 1.0]
+        need = 0.0
+        for expr, lo in model_rows:
+            rest = sum(v * x[k] for k, v in expr.items() if k != self.latency_col)
+            need = max(need, lo - rest)
+        x[self.latency_col] = need
+        return x
+
+
+def _max_exp(size: int, p: int) -> int:
+    e = 0
+    while p ** (e + 1) <= size:
+        e += 1
+    return e
+
+
+def _exp(v: int, p: int) -> int:
+    e = 0
+    while v > 0 and v % p == 0:
+        v //= p
+        e += 1
+    return e
+
+
+def _product(lists: Sequence[list]) -> list[tuple]:
+    out: list[tuple] = [()]
+    for lst in lists:
+        out = [(*o, x) for o in out for x in lst]
+    return out
+
+
+def _combinations(items: Sequence[int], r: int) -> list[tuple[int, ...]]:
+    from itertools import combinations
+    return list(combinations(items, r))
+
+
+def _runs(pattern: Sequence[bool]) -> list[tuple[bool, tuple[int, ...]]]:
+    runs: list[tuple[bool, list[int]]] = []
+    for k, inc in enumerate(pattern):
+        if runs and runs[-1][0] == inc:
+            runs[-1][1].append(k)
+        else:
+            runs.append((inc, [k]))
+    return [(inc, tuple(ks)) for inc, ks in runs]
+
+
+@cache
+def _run_products(size: int, nruns: int) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = []
+
+    def rec(prefix: tuple[int, ...], remaining: int) -> None:
+        if len(prefix) == nruns:
+            out.append(prefix)
+            return
+        for v in divisors(remaining):
+            rec((*prefix, v), remaining // v)
+    rec((), size)
+    return out
+
+
+@cache
+def _halo_extent(ca: int, cb: int, ka: tuple[int, ...], kb: tuple[int, ...], inc: tuple[bool, ...]) -> int:
+    def index_set(k: tuple[int, ...]) -> list[int]:
+        vals, stride = [0], 1
+        for v, i in zip(k, inc, strict=True):
+            if i:
+                vals = [x + j * stride for j in range(v) for x in vals]
+            stride *= v
+        return vals
+    sa, sb = index_set(ka), index_set(kb)
+    return len({ca * x + cb * y for x in sa for y in sb})
+
+
+__all__ = ["MappingMilp", "TermSpec"]

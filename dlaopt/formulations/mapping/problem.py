@@ -1,0 +1,372 @@
+"""Tiling and loop-order selection (mapping): every conv / depthwise / matmul layer of a workload on one accelerator.
+
+A solution maps each layer (layers of identical shape share a mapping problem and are solved once, in parallel over
+worker processes). The evaluator is the cost model, :func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`,
+itself checked against a loop-nest simulator in the tests.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from collections.abc import Mapping as MappingABC
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dlaopt.errors import InputError
+from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
+from dlaopt.formulations.mapping import options as opts
+from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
+from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
+from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
+from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
+from dlaopt.solvers.result import SolveOptions, Status, TracePoint
+
+if TYPE_CHECKING:
+    from dlaopt.io.instance import Instance
+
+HEURISTIC_METHODS = ("random", "ga", "nvdla", "eyeriss", "shidiannao")
+
+
+@dataclass
+class MappingData:
+    nests: list[LoopNest]  # every layer to map, in workload order
+    groups: list[list[int]]  # indices of nests with an identical mapping problem (first = representative)
+    arch: MappingArch
+    objective: str
+    options: dict[str, Any]
+    source: str | None = None
+
+    @property
+    def representatives(self) -> list[LoopNest]:
+        return [self.nests[g[0]] for g in self.groups]
+
+
+@dataclass
+class MappingSolution:
+    mappings: dict[str, Mapping]  # layer name -> mapping
+    per_layer: dict[str, dict[str, Any]] = field(default_factory=dict)  # solver notes per representative layer
+
+
+def aggregate(reports: list[CostReport], objective: str) -> float:
+    if objective == "energy":
+        return sum(r.energy_pj for r in reports)
+    if objective == "latency":
+        return sum(r.latency_cycles for r in reports)
+    return sum(r.edp for r in reports)
+
+
+def _workers(data: MappingData) -> int:
+    w = int(data.options.get("workers", 0))
+    if w <= 0:
+        w = os.cpu_count() or 1
+    return max(1, min(w, len(data.groups)))
+
+
+def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple]) -> list[Any]:
+    """``fn(*a)`` for every representative layer, in worker processes when more than one is allowed."""
+    workers = _workers(data)
+    if workers == 1 or len(args) <= 1:
+        return [fn(*a) for a in args]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, *zip(*args, strict=True)))
+
+
+# ---------------------------------------------------------------------------------------------- per-layer workers
+def run_layer_heuristic(method: str, nest: LoopNest, arch: MappingArch, objective: str, options: dict[str, Any],
+                        seed: int, time_limit: float | None) -> tuple[Mapping | None, float]:
+    from dlaopt.formulations.mapping.heuristics import HEURISTICS
+
+    t0 = time.perf_counter()
+    budget: int | None = None
+    if method == "random":
+        budget = int(options["random_samples"])
+    elif method == "ga":
+        budget = int(options["ga_population"]) * int(options["ga_generations"])
+    fn = HEURISTICS[method]
+    kwargs: dict[str, Any] = {"seed": seed, "budget": budget, "time_limit": time_limit}
+    m = fn(nest, arch, objective, **kwargs)
+    return m, time.perf_counter() - t0
+
+
+def run_layer_exact(nest: LoopNest, arch: MappingArch, objective: str, options: dict[str, Any],
+                    solve_options: SolveOptions, solver: str) -> dict[str, Any]:
+    from dlaopt.formulations.mapping.exact import solve_layer
+
+    t0 = time.perf_counter()
+    warm: list[Mapping] = []
+    warm_names: list[str] = []
+    for h in options["warm_start"]:
+        m, _ = run_layer_heuristic(h, nest, arch, objective, options, solve_options.seed, None)
+        if m is not None:
+            warm.append(m)
+            warm_names.append(h)
+    t_warm = time.perf_counter() - t0
+    left = None if solve_options.time_limit is None else max(0.1, solve_options.time_limit - t_warm)
+    o = SolveOptions(time_limit=left, mip_rel_gap=solve_options.mip_rel_gap, threads=solve_options.threads,
+                     seed=solve_options.seed, node_limit=solve_options.node_limit,
+                     deterministic=solve_options.deterministic, extra=dict(solve_options.extra))
+    r = solve_layer(nest, arch, objective, warm=warm, options=o, solver=solver)
+    warm_best = None
+    for name, m in zip(warm_names, warm, strict=True):
+        rep = evaluate_mapping(nest, arch, m)
+        if rep.valid and (warm_best is None or rep.objective(objective) < warm_best[1]):
+            warm_best = (name, rep.objective(objective))
+    return {"mapping": r.mapping, "objective": r.objective, "model_objective": r.model_objective, "bound": r.bound,
+            "status": r.status.value, "time_s": time.perf_counter() - t0, "warm_start_s": t_warm,
+            "solves": r.solves, "message": r.message, "model_stats": r.model_stats,
+            "warm_start": warm_best, "trace": [(p.time_s, p.incumbent, p.bound) for p in r.trace]}
+
+
+def run_layer_exhaustive(nest: LoopNest, arch: MappingArch, objective: str, limit: int) -> dict[str, Any]:
+    from dlaopt.formulations.mapping.exhaustive import SpaceTooLarge, exhaustive
+
+    t0 = time.perf_counter()
+    try:
+        m = exhaustive(nest, arch, objective, limit=limit)
+        msg = ""
+    except SpaceTooLarge as exc:
+        m, msg = None, str(exc)
+    return {"mapping": m, "time_s": time.perf_counter() - t0, "message": msg}
+
+
+class MappingProblem(Problem[MappingData, MappingSolution]):
+    name = "mapping"
+    title = "Tiling and loop-order selection (mapping)"
+    objectives = opts.OBJECTIVES
+    options_schema = opts.OPTIONS_SCHEMA
+    methods = (
+        Method("random", "heuristic", "Random mapper: best of N random valid mappings (Timeloop-style)"),
+        Method("ga", "heuristic", "GAMMA genetic algorithm (seed 001 Ch. 4), population x generations budget"),
+        Method("nvdla", "heuristic", "NVDLA-like fixed dataflow (K-C parallel, weight stationary), greedy tiles"),
+        Method("eyeriss", "heuristic", "Eyeriss-like fixed dataflow (row stationary), greedy tiles"),
+        Method("shidiannao", "heuristic", "ShiDianNao-like fixed dataflow (output stationary), greedy tiles"),
+        Method("exact", "exact", "MILP over the exact cost model, warm-started; EDP by a Pareto walk", "highs"),
+        Method("exhaustive", "exact", "Enumeration of every mapping (small layers only; ground truth)"),
+    )
+
+    # ------------------------------------------------------------------------------------------------ data
+    def prepare(self, instance: Instance) -> MappingData:
+        options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
+        wl = instance.workload
+        names = options.get("layers")
+        all_ops = {op.name: op for op in wl.operators}
+        if names is not None:
+            for i, n in enumerate(names):
+                if n not in all_ops:
+                    raise InputError(f"no operator named '{n}' in workload '{wl.name}'", file=instance.source,
+                                     path=("options", "layers", i), expected="names of conv2d / matmul operators")
+                if all_ops[n].kind.value not in ("conv2d", "depthwise_conv2d", "matmul"):
+                    raise InputError(f"operator '{n}' is a {all_ops[n].kind.value}, not a mappable layer",
+                                     file=instance.source, path=("options", "layers", i),
+                                     expected="conv2d, depthwise_conv2d or matmul operators")
+        ops = mappable_layers(wl, names)
+        if not ops:
+            raise InputError(f"workload '{wl.name}' has no conv2d, depthwise conv or matmul operator to map",
+                             file=instance.source, path=("workload",), expected="at least one mappable layer")
+        padding = dict(options.get("padding") or {})
+        for d in padding:
+            if d not in {"N", "G", "K", "C", "P", "Q", "R", "S", "B", "M"}:
+                raise InputError(f"unknown loop dimension '{d}' in padding", file=instance.source,
+                                 path=("options", "padding", d), expected="one of N G K C P Q R S B M")
+        nests = [loopnest_from_operator(wl, op, padding) for op in ops]
+        try:
+            arch = arch_from_accelerator(instance.hardware)
+        except ValueError as exc:
+            raise InputError(str(exc), file=instance.source, path=("hardware",)) from None
+        groups = list(unique_layers(nests).values())
+        return MappingData(nests, groups, arch, instance.objective, options, instance.source)
+
+    def infeasibility_reason(self, data: MappingData) -> str | None:
+        """A layer whose single elements do not fit: every level must hold one element of each operand it keeps."""
+        for lv in data.arch.levels[:-1]:
+            for store in lv.stores:
+                if store.capacity_bytes is None:
+                    continue
+                for nest in data.representatives:
+                    need = sum(nest.operand(t).word_bytes for t in store.operands)
+                    if need > store.capacity_bytes:
+                        return (f"memory '{store.memory}' ({store.capacity_bytes} B) cannot hold one element each "
+                                f"of {'+'.join(sorted(store.operands))} ({need} B) for layer {nest.name}")
+        return None
+
+    def describe(self, data: MappingData) -> dict[str, Any]:
+        return {
+            "layers": len(data.nests),
+            "unique_layers": len(data.groups),
+            "macs": sum(n.macs for n in data.nests),
+            "levels": [lv.name for lv in data.arch.levels],
+            "slots": [s.name for s in data.arch.slots()],
+            "mac_units": data.arch.num_macs,
+            "objective": data.objective,
+        }
+
+    # ------------------------------------------------------------------------------------------------ methods
+    def _expand(self, data: MappingData, per_rep: list[Mapping | None]) -> MappingSolution:
+        out: dict[str, Mapping] = {}
+        for g, m in zip(data.groups, per_rep, strict=True):
+            if m is None:
+                raise HeuristicFailure(f"no valid mapping found for layer {data.nests[g[0]].describe()}")
+            for i in g:
+                out[data.nests[i].name] = m
+        return MappingSolution(out)
+
+    def run_heuristic(self, method: str, data: MappingData, options: SolveOptions) -> MappingSolution:
+        per_limit = None if options.time_limit is None else options.time_limit / max(1, math.ceil(
+            len(data.groups) / _workers(data)))
+        args = [(method, n, data.arch, data.objective, data.options, options.seed, per_limit)
+                for n in data.representatives]
+        results = _map_layers(data, run_layer_heuristic, args)
+        sol = self._expand(data, [m for m, _ in results])
+        for g, (_, secs) in zip(data.groups, results, strict=True):
+            sol.per_layer[data.nests[g[0]].name] = {"time_s": secs}
+        return sol
+
+    def build_milp(self, data: MappingData) -> MilpFormulation[MappingSolution]:
+        raise NotImplementedError("the mapping problem uses its own exact driver (solve_exact)")
+
+    def solve_exact(self, data: MappingData, method: str, *, solver: str | None,
+                    options: SolveOptions) -> ExactOutcome[MappingSolution] | None:
+        t0 = time.perf_counter()
+        reps = data.representatives
+        if method == "exhaustive":
+            results = _map_layers(data, run_layer_exhaustive,
+                                  [(n, data.arch, data.objective, int(data.options["exhaustive_limit"])) for n in reps])
+            if any(r["mapping"] is None for r in results):
+                msg = next((r["message"] for r in results if r["mapping"] is None), "")
+                return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration",
+                                    message=msg or "some layer has no valid mapping",
+                                    solve_time_s=time.perf_counter() - t0)
+            sol = self._expand(data, [r["mapping"] for r in results])
+            for g, r in zip(data.groups, results, strict=True):
+                sol.per_layer[data.nests[g[0]].name] = {"time_s": r["time_s"]}
+            value = self.evaluate(data, sol).objective
+            return ExactOutcome(sol, Status.OPTIMAL, value, "enumeration", message="every mapping enumerated",
+                                solve_time_s=time.perf_counter() - t0)
+        backend = solver or "highs"
+        if backend != "highs" and not backend.startswith("pyomo:"):
+            raise InputError(f"the mapping model needs a MILP solver (highs or pyomo:NAME), not '{backend}'",
+                             path=("solver",), expected="highs or pyomo:NAME")
+        per_layer_opts = SolveOptions(
+            time_limit=options.time_limit, mip_rel_gap=options.mip_rel_gap,
+            threads=1 if _workers(data) > 1 else options.threads, seed=options.seed, node_limit=options.node_limit,
+            deterministic=options.deterministic, extra=dict(options.extra))
+        if options.time_limit is not None:
+            per_layer_opts.time_limit = options.time_limit / max(1, math.ceil(len(reps) / _workers(data)))
+        results = _map_layers(data, run_layer_exact,
+                              [(n, data.arch, data.objective, data.options, per_layer_opts, backend) for n in reps])
+        mult = [len(g) for g in data.groups]
+        if any(r["mapping"] is None for r in results):
+            bad = next(n for n, r in zip(reps, results, strict=True) if r["mapping"] is None)
+            return ExactOutcome(None, Status.NO_SOLUTION, None, backend,
+                                message=f"no mapping found for layer {bad.describe()}",
+                                solve_time_s=time.perf_counter() - t0)
+        sol = self._expand(data, [r["mapping"] for r in results])
+        statuses = [r["status"] for r in results]
+        status = Status.OPTIMAL if all(s == Status.OPTIMAL.value for s in statuses) else Status.FEASIBLE
+        bound = None
+        if all(r["bound"] is not None for r in results):
+            bound = sum(k * r["bound"] for k, r in zip(mult, results, strict=True))
+        model_obj = None
+        if all(r["model_objective"] is not None for r in results):
+            model_obj = sum(k * r["model_objective"] for k, r in zip(mult, results, strict=True))
+        for g, r in zip(data.groups, results, strict=True):
+            sol.per_layer[data.nests[g[0]].name] = {
+                k: r[k] for k in ("status", "objective", "bound", "time_s", "warm_start_s", "solves", "message",
+                                  "model_stats")}
+            sol.per_layer[data.nests[g[0]].name]["warm_start"] = r["warm_start"]
+        trace: list[TracePoint] = []
+        if len(results) == 1:
+            trace = [TracePoint(t, i, b) for t, i, b in results[0]["trace"]]
+        times = sorted(r["time_s"] for r in results)
+        metrics = {"layer_time_median_s": times[len(times) // 2], "layer_time_max_s": times[-1]}
+        msgs = sorted({r["message"] for r in results if r["message"]})
+        from dlaopt.solvers.highs_backend import HIGHS_VERSION
+
+        return ExactOutcome(sol, status, bound, backend, HIGHS_VERSION if backend == "highs" else "",
+                            message="; ".join(msgs), trace=trace, model_objective=model_obj, metrics=metrics,
+                            solve_time_s=time.perf_counter() - t0,
+                            model_stats=results[0]["model_stats"] if len(results) == 1 else None)
+
+    # ------------------------------------------------------------------------------------------------ evaluation
+    def reports(self, data: MappingData, solution: MappingSolution) -> dict[str, CostReport]:
+        return {n.name: evaluate_mapping(n, data.arch, solution.mappings[n.name])
+                for n in data.nests if n.name in solution.mappings}
+
+    def evaluate(self, data: MappingData, solution: MappingSolution) -> Evaluation:
+        violations: list[str] = []
+        reps: list[CostReport] = []
+        per_layer = []
+        for n in data.nests:
+            m = solution.mappings.get(n.name)
+            if m is None:
+                violations.append(f"layer {n.name}: no mapping")
+                continue
+            r = evaluate_mapping(n, data.arch, m)
+            violations.extend(f"layer {n.name}: {v}" for v in r.violations)
+            reps.append(r)
+            per_layer.append({"layer": n.name, "shape": n.describe(), "energy_pj": r.energy_pj,
+                              "latency_cycles": r.latency_cycles, "edp": r.edp, "utilization": r.utilization,
+                              "valid": r.valid})
+        feasible = not violations
+        objective = aggregate(reps, data.objective) if feasible else None
+        energy = sum(r.energy_pj for r in reps)
+        latency = sum(r.latency_cycles for r in reps)
+        metrics = {
+            "energy_pj": energy,
+            "latency_cycles": latency,
+            "edp_sum": sum(r.edp for r in reps),
+            "edp_total": energy * latency,
+            "macs": sum(r.real_macs for r in reps),
+            "utilization": (sum(r.real_macs for r in reps) / (latency * data.arch.num_macs)) if latency else 0.0,
+            "latency_s": latency / data.arch.clock_hz,
+            "layers": per_layer,
+        }
+        return Evaluation(feasible, objective, violations, metrics)
+
+    def solution_to_dict(self, data: MappingData, solution: MappingSolution) -> dict[str, Any]:
+        layers: dict[str, Any] = {}
+        for n in data.nests:
+            m = solution.mappings.get(n.name)
+            if m is None:
+                continue
+            doc = m.to_dict(data.arch)
+            doc["loop_nest"] = loop_nest_text(n, data.arch, m)
+            if n.name in solution.per_layer:
+                doc["solver"] = solution.per_layer[n.name]
+            layers[n.name] = doc
+        return {"layers": layers}
+
+    def solution_from_dict(self, data: MappingData, doc: MappingABC[str, Any]) -> MappingSolution:
+        layers = doc.get("layers")
+        if not isinstance(layers, MappingABC):
+            raise InputError("a mapping solution needs 'layers': {layer name: {factors, orders}}",
+                             path=("solution", "layers"), expected="an object keyed by layer name")
+        out: dict[str, Mapping] = {}
+        for name, ld in layers.items():
+            where = ("solution", "layers", name)
+            if not isinstance(ld, MappingABC) or not isinstance(ld.get("factors"), MappingABC) or not isinstance(
+                    ld.get("orders"), list):
+                raise InputError(f"layer '{name}': expected 'factors' (dim -> list of ints per slot) and 'orders' "
+                                 "(list of dim lists per level)", path=where,
+                                 expected="{factors: {...}, orders: [[...], ...]}")
+            try:
+                m = Mapping.from_dict(ld)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"layer '{name}': {exc}", path=where) from None
+            nest = next((n for n in data.nests if n.name == name), None)
+            if nest is None:
+                raise InputError(f"no layer named '{name}' in this instance", path=where,
+                                 expected="names of the instance's mapped layers")
+            errs = mapping_errors(nest, data.arch, m)
+            if errs:
+                raise InputError(f"layer '{name}': {errs[0]}", path=where,
+                                 expected=f"factors over the slots {[s.name for s in data.arch.slots()]}")
+            out[name] = m
+        return MappingSolution(out)
+
+
+__all__ = ["HEURISTIC_METHODS", "MappingData", "MappingProblem", "MappingSolution", "aggregate"]

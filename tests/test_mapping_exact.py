@@ -1,0 +1,96 @@
+"""The exact mapping method against brute force: on small layers and small architectures, the MILP's optimum (and
+the EDP Pareto walk's) equals the best of every mapping enumerated, for every objective; the MILP's own value of its
+optimum equals the cost model's."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from mapping_cases import ARCHS, layer_from
+
+from dlaopt.formulations.mapping.arch import MappingArch
+from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping
+from dlaopt.formulations.mapping.exact import solve_layer
+from dlaopt.formulations.mapping.exhaustive import all_mappings
+from dlaopt.formulations.mapping.loopnest import LoopNest
+from dlaopt.solvers.result import SolveOptions, Status
+
+LAYERS = {
+    # a strided 3-tap window: input rows 2p + r overlap between neighbouring outputs (halo)
+    "conv-halo": lambda: layer_from(lambda b, x: b.conv2d(x, 2, (3, 1), stride=(2, 1)), (1, 2, 9, 1)),
+    "conv-1x1": lambda: layer_from(lambda b, x: b.conv2d(x, 4, 1), (1, 2, 2, 2)),
+    # a dilated window: rows p + 2r
+    "conv-dilated": lambda: layer_from(lambda b, x: b.conv2d(x, 2, (2, 1), dilation=(2, 1)), (1, 2, 6, 1)),
+    "depthwise": lambda: layer_from(lambda b, x: b.depthwise_conv2d(x, (3, 1)), (1, 4, 4, 1)),
+    "matmul": lambda: small_matmul(),
+}
+
+
+def small_matmul() -> LoopNest:
+    from dlaopt.formulations.mapping.loopnest import loopnest_from_operator
+    from dlaopt.workload.builder import NetworkBuilder
+
+    b = NetworkBuilder("mm", dtype_bytes=2)
+    a = b.input("a", (2, 2, 4))
+    c = b.input("c", (2, 4, 3))
+    w = b.build([b.matmul(a, c)])
+    return loopnest_from_operator(w, w.operators[0])
+
+
+def tight(arch: MappingArch, pe_bytes: int, glb_bytes: int) -> MappingArch:
+    """The same architecture with small buffers, so that capacity decides."""
+    levels = []
+    for j, lv in enumerate(arch.levels):
+        if j == arch.top:
+            levels.append(lv)
+            continue
+        cap = pe_bytes if j == 0 else glb_bytes
+        levels.append(replace(lv, stores=tuple(replace(s, capacity_bytes=cap) for s in lv.stores)))
+    return replace(arch, levels=tuple(levels))
+
+
+CASES = [
+    ("glb-pe", "conv-halo", None),
+    ("glb-pe", "conv-1x1", (8, 32)),
+    ("glb-pe-mac", "conv-halo", (12, 40)),
+    ("glb-bypass-w", "conv-1x1", None),
+    ("glb-bypass-w", "depthwise", (6, 24)),
+    ("tpu-like", "conv-halo", None),
+    ("tpu-like", "matmul", None),
+    ("glb-pe-mac", "matmul", (10, 48)),
+    ("three-level", "conv-1x1", None),
+    ("acc-eyeriss", "conv-halo", (16, 64)),
+    ("acc-tpu", "depthwise", None),
+    ("tpu-like", "conv-1x1", (2, 16)),
+    ("glb-pe", "conv-dilated", (12, 64)),
+]
+
+
+def brute_force(nest: LoopNest, arch: MappingArch) -> dict[str, float]:
+    best = {o: math.inf for o in OBJECTIVES}
+    for m in all_mappings(nest, arch):
+        r = evaluate_mapping(nest, arch, m)
+        if r.valid:
+            for o in OBJECTIVES:
+                best[o] = min(best[o], r.objective(o))
+    return best
+
+
+@pytest.mark.parametrize(("arch_name", "layer_name", "caps"), CASES)
+def test_exact_equals_exhaustive(arch_name: str, layer_name: str, caps: tuple[int, int] | None) -> None:
+    arch, nest = ARCHS[arch_name](), LAYERS[layer_name]()
+    if caps is not None:
+        arch = tight(arch, *caps)
+    truth = brute_force(nest, arch)
+    opts = SolveOptions(mip_rel_gap=1e-6, threads=1, deterministic=True)
+    for objective in OBJECTIVES:
+        r = solve_layer(nest, arch, objective, options=opts)
+        assert r.status == Status.OPTIMAL, (objective, r.message)
+        assert r.mapping is not None
+        value = evaluate_mapping(nest, arch, r.mapping).objective(objective)
+        assert value == pytest.approx(truth[objective], rel=1e-6), objective
+        assert r.bound is not None and truth[objective] * (1 - 2e-6) <= r.bound <= truth[objective] * (1 + 1e-9)
+        if r.model_objective is not None:
+            assert r.model_objective == pytest.approx(value, rel=1e-6), objective
