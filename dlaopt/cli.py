@@ -433,13 +433,32 @@ def _print_result(res: Result) -> None:
     if violations:
         rows.append(("violations", "; ".join(map(str, violations[:5])) + (" ..." if len(violations) > 5 else "")))
     out.print(_kv_table(rows))
-    if res.metrics:
+    _print_metrics(out, res.metrics)
+
+
+def _print_metrics(out: Console, metrics: Mapping[str, Any]) -> None:
+    """Scalar metrics as one table; a metric that is a list of records (e.g. per layer) as a table of its own."""
+    scalars = [(k, v) for k, v in metrics.items() if not _is_records(v)]
+    if scalars:
         table = Table(title="metrics", title_justify="left")
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for key, value in res.metrics.items():
+        for key, value in scalars:
             table.add_row(key, _fmt(value))
         out.print(table)
+    for key, value in metrics.items():
+        if _is_records(value):
+            table = Table(title=key, title_justify="left")
+            cols = list(dict.fromkeys(c for rec in value for c in rec))
+            for c in cols:
+                table.add_column(c, justify="left" if isinstance(value[0].get(c), str) else "right")
+            for rec in value:
+                table.add_row(*(_fmt(rec.get(c)) for c in cols))
+            out.print(table)
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
 
 
 # ------------------------------------------------------------------------------------------------ compare
@@ -536,7 +555,7 @@ def verify(instance: str, solution: str, as_json: bool) -> None:
         for v in ev.violations:
             out.print(f"  - {v}")
         if ev.metrics:
-            out.print(_kv_table([(k, v) for k, v in ev.metrics.items()], title="metrics"))
+            _print_metrics(out, ev.metrics)
     if doc.get("instance") != inst.name:
         click.echo(f"warning: the solution names instance '{doc.get('instance')}', the instance is '{inst.name}'",
                    err=True)
@@ -753,6 +772,7 @@ def schema(output: Path | None) -> None:
 EXPERIMENTS: dict[str, str] = {
     "thesis-sweep": "dlaopt.experiments.commands:thesis_sweep",
     "pinning-benchmark": "dlaopt.experiments.commands:pinning_benchmark",
+    "mapping-benchmark": "dlaopt.experiments.commands:mapping_benchmark",
 }
 
 

@@ -64,3 +64,42 @@ def pinning_benchmark(as_json: bool) -> None:
         for k, v in r.items():
             if k != "benchmark":
                 click.echo(f"  {k:>24}: {v}")
+
+
+@click.command("mapping-benchmark")
+@click.option("--out", "out_dir", default="results/mapping-benchmark", show_default=True, help="Output folder.")
+@click.option("--network", default="resnet50", show_default=True, help="A zoo network (its unique conv layers).")
+@click.option("--presets", default="eyeriss,accel-b", show_default=True, help="Comma-separated hardware presets.")
+@click.option("--objective", type=click.Choice(["energy", "latency", "edp"]), default="energy", show_default=True)
+@click.option("--methods", help="Comma-separated subset of exact,ga,random,nvdla,eyeriss,shidiannao (default all).")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per layer for exact, seconds.")
+@click.option("--workers", type=int, default=2, show_default=True, help="Layers run in parallel processes.")
+@click.option("--layers", type=int, default=None, help="Only the first N unique layers (a quick look).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+def mapping_benchmark(out_dir: str, network: str, presets: str, objective: str, methods: str | None,
+                      time_limit: float, workers: int, layers: int | None, seed: int, as_json: bool) -> None:
+    """Issue 3's benchmark: every unique conv layer of NETWORK on each preset — exact (proven optimum) versus GA
+    (same wall time), random (10K samples) and the NVDLA-, Eyeriss- and ShiDianNao-like dataflows."""
+    from dlaopt.errors import InputError
+    from dlaopt.experiments.mapping import METHODS, run_mapping_benchmark
+    from dlaopt.hardware.presets import PRESETS
+    from dlaopt.zoo import ZOO
+
+    ZOO.entry(network, path=("--network",))
+    preset_list = tuple(_csv(presets) or [])
+    for p in preset_list:
+        PRESETS.entry(p, path=("--presets",))
+    chosen = tuple(_csv(methods) or METHODS)
+    for m in chosen:
+        if m not in METHODS:
+            raise InputError(f"unknown method '{m}'", path=("--methods",), expected="one of: " + ", ".join(METHODS))
+    report = run_mapping_benchmark(out_dir, network=network, presets=preset_list, objective=objective,
+                                   methods=chosen, time_limit=time_limit, seed=seed, workers=workers, layers=layers,
+                                   progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump({"rows": report["rows"], "summary": report["summary"]}, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report["table"])
+    click.echo(f"rows: {report['csv']}\ntable: {report['markdown']}")

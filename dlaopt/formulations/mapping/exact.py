@@ -1,17 +1,20 @@
 """The exact method for one layer: the MILP of :mod:`.milp` warm-started from the best heuristic mapping, with the
 incumbent's value cutting the counts' value tables; EDP as a walk along the energy/latency Pareto front.
 
-EDP (``energy x latency``) is not linear in the counts. The driver minimises energy under a latency cap ``tau``
-(every mapping with latency ``<= tau``), evaluates the optimum ``m`` (latency ``L(m) <= tau``), and lowers the cap
-below ``L(m)``: every mapping with latency in ``(L(m)', tau]`` has energy ``>= E(m)`` and latency ``> L(m)'``...
-precisely, every mapping not yet excluded with latency ``>= L(m)`` has EDP ``>= E(m) L(m)``. It stops when the energy
-lower bound under the current cap times the least latency of any mapping (its own MILP) reaches the best EDP found:
-nothing left can beat it. The proven bound at any point is ``min(best EDP, E_bound(tau) * L_min)`` (times
-``1 - LATENCY_STEP``, the relative step by which each cap undercuts the last latency).
+EDP (``energy x latency``) is not linear in the counts. Write ``E(c)`` for the least energy of any mapping with
+latency ``<= c`` (an energy MILP under a latency cap). Every mapping with latency in ``(a, b]`` has EDP
+``>= E(b) * a``. The driver keeps the caps it has solved, ``L_min = c0 < c1 < ... < cn`` (``L_min`` from a latency
+MILP, ``cn`` the latency of the least-energy mapping: anything slower is dominated by it), and repeatedly bisects
+(geometrically) the interval with the least such bound, offering every mapping found as an incumbent; a solved cap
+whose mapping has latency ``l < c`` also closes ``(l, c]``. It stops when no interval's bound is below the best EDP
+(within the gap): the best EDP is then optimal. Intervals narrower than ``LATENCY_STEP`` (relative) are closed
+as they stand, so the proven bound carries that factor.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,15 +25,39 @@ from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.formulations.mapping.milp import MappingMilp
 from dlaopt.solvers.backends import solve_linear
-from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
+from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint, relative_gap
 
 # HiGHS' default feasibility tolerances are kept: tightening them to 1e-9 makes its LPs on these models (secant
 # slopes up to ~1e9) numerically unreliable (measured: wrong "optimal" answers). A capacity row satisfied only within
 # tolerance is caught when the decoded mapping is evaluated and the row is tightened (see solve_single).
 HIGHS_TOLERANCES: dict[str, float] = {}
-# EDP walk: each latency cap is the last optimum's latency lowered by this relative step (well above the solvers'
-# feasibility tolerance, so the same mapping cannot reappear)
+# EDP: latency intervals narrower than this (relative) are not bisected further (well above the solvers' feasibility
+# tolerance on the latency cap)
 LATENCY_STEP = 1e-6
+MAX_CAPACITY_RESOLVES = 5
+
+
+def _unscaled(br: BackendResult, scale: float) -> BackendResult:
+    """The backend result in the objective's own units (the model is scaled by ``scale``)."""
+    return dataclasses.replace(
+        br, objective=None if br.objective is None else br.objective * scale,
+        bound=None if br.bound is None else br.bound * scale,
+        trace=[dataclasses.replace(p, incumbent=None if p.incumbent is None else p.incumbent * scale,
+                                   bound=None if p.bound is None else p.bound * scale) for p in br.trace])
+
+
+def _over_capacity(nest: LoopNest, arch: MappingArch, m: Mapping) -> dict[tuple[int, str], int]:
+    """Stores whose tiles exceed their capacity under ``m``: (level, memory) -> bytes used."""
+    r = evaluate_mapping(nest, arch, m)
+    out: dict[tuple[int, str], int] = {}
+    for j, lv in enumerate(arch.levels[:-1]):
+        for store in lv.stores:
+            if store.capacity_bytes is None:
+                continue
+            used = sum(r.tile_bytes.get(lv.name, {}).get(t, 0) for t in store.operands)
+            if used > store.capacity_bytes:
+                out[j, store.memory] = used
+    return out
 
 
 @dataclass
@@ -76,22 +103,37 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
         lat = _value(nest, arch, warm, "latency")
         if lat is None or lat > latency_limit:
             warm, warm_value = None, None
-    mm = MappingMilp(nest, arch, objective, cap=warm_value, latency_limit=latency_limit, energy_cap=energy_cap)
-    model = mm.build()
-    x0 = None
-    if warm is not None:
-        x0 = mm.encode(warm)
-        if model.max_violation(x0) > 1e-6:
-            x0 = None
-    left = None if options.time_limit is None else max(0.1, options.time_limit - (time.perf_counter() - t0))
-    br = solve_linear(model, solver, _options(options, left, x0))
-    out = LayerExact(None, None, None, br.bound, br.status, 0.0, 1, br.message, model.stats(), list(br.trace))
-    if br.x is not None:
+    limits: dict[tuple[int, str], int] = {}
+    solves = 0
+    while True:
+        mm = MappingMilp(nest, arch, objective, cap=warm_value, latency_limit=latency_limit, energy_cap=energy_cap,
+                         capacity_limits=limits)
+        model = mm.build()
+        x0 = None
+        if warm is not None:
+            x0 = mm.encode(warm)
+            if model.max_violation(x0) > 1e-6:
+                x0 = None
+        left = None if options.time_limit is None else max(0.1, options.time_limit - (time.perf_counter() - t0))
+        br = solve_linear(model, solver, _options(options, left, x0))
+        br = _unscaled(br, mm.objective_scale)
+        solves += 1
+        out = LayerExact(None, None, None, br.bound, br.status, 0.0, solves, br.message, model.stats(),
+                         list(br.trace))
+        if br.x is None:
+            break
         m = mm.decode(br.x)
+        over = _over_capacity(nest, arch, m)
+        if over and solves < MAX_CAPACITY_RESOLVES:
+            # a capacity row held only within the solver's tolerance: exclude that usage and solve again
+            for key, used in over.items():
+                limits[key] = min(limits.get(key, used), used - 1)
+            continue
         out.mapping, out.model_objective = m, br.objective
         out.objective = _value(nest, arch, m, objective)
         if out.objective is None:
             out.status, out.message = Status.ERROR, "the decoded mapping is rejected by the cost model"
+        break
     if out.objective is not None and out.model_objective is not None:
         tol = 1e-6 * max(1.0, abs(out.objective))
         within_cap = warm_value is None or out.objective <= warm_value * (1 + 1e-9)
@@ -112,7 +154,7 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
 
 
 def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list[Mapping] | None = None,
-                options: SolveOptions | None = None, solver: str = "highs", max_front: int = 200) -> LayerExact:
+                options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500) -> LayerExact:
     """The optimum of one layer for ``objective`` (energy, latency or edp)."""
     options = options or SolveOptions()
     warm = [m for m in (warm or []) if _value(nest, arch, m, objective) is not None]
@@ -121,58 +163,98 @@ def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list
         return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver)
     if objective != "edp":
         raise ValueError(f"unknown mapping objective '{objective}'")
+    return _solve_edp(nest, arch, warm, options, solver, max_solves)
+
+
+def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
+               max_solves: int) -> LayerExact:
+    """EDP by bisection over latency caps (see the module docstring)."""
     t0 = time.perf_counter()
 
     def left() -> float | None:
         return None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
 
-    best_m, best = best_warm, _value(nest, arch, best_warm, "edp")
+    best_m: Mapping | None = None
+    best = math.inf
+
+    def offer(m: Mapping | None) -> None:
+        nonlocal best_m, best
+        v = _value(nest, arch, m, "edp")
+        if v is not None and v < best:
+            best_m, best = m, v
+
+    for m in warm:
+        offer(m)
+    trace: list[TracePoint] = []
+    solves = 0
+
+    def energy_under(cap: float | None) -> LayerExact:
+        nonlocal solves
+        fitting = [m for m in ([best_m] if best_m is not None else []) + warm
+                   if cap is None or (_value(nest, arch, m, "latency") or math.inf) <= cap]
+        sub = solve_single(nest, arch, "energy", warm=fitting[0] if fitting else None,
+                           options=_with_time(options, left()), solver=solver, latency_limit=cap,
+                           energy_cap=best / l_lb if math.isfinite(best) else None)
+        solves += sub.solves
+        offer(sub.mapping)
+        return sub
+
     lat_warm = min(warm, key=lambda m: _value(nest, arch, m, "latency")) if warm else None  # type: ignore[arg-type,return-value]
     lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver)
-    solves = lmin.solves
-    trace: list[TracePoint] = []
+    solves += lmin.solves
     if lmin.mapping is None or lmin.bound is None:
-        return LayerExact(best_m, best, None, None, Status.NO_SOLUTION if best_m is None else Status.FEASIBLE,
-                          time.perf_counter() - t0, solves, "no mapping found for the least latency")
-    l_lb = lmin.bound
-    for cand in (lmin.mapping,):
-        v = _value(nest, arch, cand, "edp")
-        if v is not None and (best is None or v < best):
-            best_m, best = cand, v
-    tau: float | None = None
-    e_bound = 0.0
-    status = Status.OPTIMAL
-    message = ""
-    for _ in range(max_front):
+        return LayerExact(best_m, best if best_m else None, None, None,
+                          Status.NO_SOLUTION if best_m is None else Status.FEASIBLE, time.perf_counter() - t0, solves,
+                          "no mapping found for the least latency")
+    offer(lmin.mapping)
+    l_lb = lmin.bound  # no mapping is faster
+    top = energy_under(None)  # the least energy at any latency
+    if top.mapping is None or top.bound is None:
+        return LayerExact(best_m, best, None, None, Status.FEASIBLE, time.perf_counter() - t0, solves,
+                          "no mapping found for the least energy")
+    # points (cap, e): every mapping with latency <= cap has energy >= e. Mappings slower than the least-energy
+    # mapping are dominated by it. Interval (c[i-1], c[i]] has EDP >= e[i] * c[i-1].
+    l_top = _value(nest, arch, top.mapping, "latency")
+    assert l_top is not None
+    points: list[tuple[float, float]] = [(l_top, top.bound)]
+    status, message = Status.OPTIMAL, ""
+    exact_points = top.status == Status.OPTIMAL
+    while True:
+        lows = [l_lb] + [c for c, _ in points[:-1]]
+        bounds = [e * lo for (c, e), lo in zip(points, lows, strict=True)]
+        i = min(range(len(points)), key=lambda j: bounds[j])
+        lower = min(bounds[i], best)
+        trace.append(TracePoint(time.perf_counter() - t0, best, lower))
+        if bounds[i] >= best * (1 - options.mip_rel_gap):
+            break
+        lo, (hi, _) = lows[i], points[i]
+        if hi <= lo * (1 + LATENCY_STEP):
+            # an interval this narrow holds nothing better than LATENCY_STEP below its cap's mapping: close it
+            points[i] = (hi, best / lo if lo > 0 else math.inf)
+            continue
         tl = left()
-        if tl is not None and tl <= 0.05:
-            status, message = Status.FEASIBLE, "time limit reached during the Pareto walk"
+        if (tl is not None and tl <= 0.05) or solves >= max_solves:
+            status = Status.FEASIBLE
+            message = "time limit reached" if solves < max_solves else f"stopped after {solves} MILP solves"
             break
-        assert best is not None
-        sub = solve_single(nest, arch, "energy", warm=best_m, options=_with_time(options, tl), solver=solver,
-                           latency_limit=tau, energy_cap=best / l_lb)
-        solves += sub.solves
-        if sub.status == Status.INFEASIBLE or sub.mapping is None:
-            if sub.status not in (Status.INFEASIBLE, Status.OPTIMAL):
-                status, message = Status.FEASIBLE, f"energy model under latency cap: {sub.status.value}"
+        mid = math.sqrt(lo * hi) if lo > 0 else hi / 2
+        sub = energy_under(mid)
+        if sub.status == Status.INFEASIBLE or (sub.mapping is None and sub.status == Status.OPTIMAL):
+            points.insert(i, (mid, math.inf))  # nothing is that fast
+            continue
+        if sub.bound is None:
+            status, message = Status.FEASIBLE, f"energy model under a latency cap: {sub.status.value}"
             break
-        e_bound = sub.bound if sub.bound is not None else 0.0
-        rep = evaluate_mapping(nest, arch, sub.mapping)
-        if rep.edp < best:
-            best_m, best = sub.mapping, rep.edp
-        trace.append(TracePoint(time.perf_counter() - t0, best, min(best, e_bound * l_lb)))
-        if e_bound * l_lb >= best * (1 - options.mip_rel_gap):
-            break
-        if sub.status != Status.OPTIMAL:
-            status, message = Status.FEASIBLE, f"energy model under latency cap: {sub.status.value}"
-            break
-        # the next cap excludes this latency; mappings skipped by the relative step (latency within LATENCY_STEP of
-        # it, energy >= this one's) cannot beat the best by more than that factor: the bound below accounts for it
-        tau = rep.latency_cycles * (1 - LATENCY_STEP)
-    else:
-        status, message = Status.FEASIBLE, f"Pareto walk stopped after {max_front} points"
-    bound = best * (1 - LATENCY_STEP) if status == Status.OPTIMAL else min(  # type: ignore[operator]
-        best * (1 - LATENCY_STEP), e_bound * l_lb)  # type: ignore[operator]
+        exact_points = exact_points and sub.status == Status.OPTIMAL
+        new = [(mid, sub.bound)]
+        l_sub = _value(nest, arch, sub.mapping, "latency") if sub.mapping is not None else None
+        if l_sub is not None and l_sub < mid and sub.status == Status.OPTIMAL:
+            new.insert(0, (l_sub, sub.bound))  # (l_sub, mid] holds nothing better than that mapping
+        points[i:i] = new
+    bounds = [e * lo for (c, e), lo in zip(points, [l_lb] + [c for c, _ in points[:-1]], strict=True)]
+    bound = min(min(bounds), best) * (1 - LATENCY_STEP)
+    if not exact_points and status == Status.OPTIMAL:
+        message = "some energy bounds within the MILP gap"
     return LayerExact(best_m, best, None, bound, status, time.perf_counter() - t0, solves, message, {}, trace)
 
 

@@ -93,8 +93,13 @@ class LoopNest:
         return (self.kind, tuple(sorted(self.sizes.items())), tuple(sorted(self.real_sizes.items())),
                 tuple((o.name, o.coords, o.word_bytes) for o in self.operands))
 
+    @property
+    def shape_text(self) -> str:
+        """The loop bounds other than 1, e.g. ``K=64 C=64 P=56 Q=56 R=3 S=3``."""
+        return " ".join(f"{d}={self.sizes[d]}" for d in self.dims if self.sizes[d] > 1) or "1"
+
     def describe(self) -> str:
-        return f"{self.name} ({self.kind}: " + " ".join(f"{d}={self.sizes[d]}" for d in self.dims) + ")"
+        return f"{self.name} ({self.kind}: {self.shape_text})"
 
 
 @cache

@@ -25,7 +25,9 @@ Variables and the math they encode (slots ``k`` innermost first, levels ``m``, o
 * Every count of the cost model is then ``exp(L)`` with ``L`` linear. A count with a positive coefficient gets a
   variable ``T >= `` the secant lines of ``exp`` through consecutive achievable values of the count (enumerated per
   component, so at every integer point ``T`` equals the count exactly: ``exp`` is convex). Values beyond the
-  incumbent's cost are cut at the first achievable value above it (nothing up there can be optimal). Counts
+  incumbent's cost are cut at the first achievable value above it (nothing up there can be optimal); the cap of a
+  count is the incumbent over the least net coefficient it can carry (partial-sum deliveries carry their own
+  first-visit discount), and counts in a row with subtracted counts take no cap from that row. Counts
   subtracted (the first visits of partial sums) are products of integers only: a one-hot over their achievable values,
   linked by prime exponents, gives them exactly.
 * Capacity: ``sum_{t in store} bytes_t T_tile(t) <= capacity``. Energy: ``sum coef * T + MACs e_mac``. Latency: ``L >=
@@ -76,8 +78,9 @@ class TermSpec:
 class _Term:
     spec: TermSpec
     expr: Expr
-    col: int = -1
+    col: int = -1  # T' = count / scale
     lam_col: int = -1
+    scale: float = 1.0
 
 
 class MappingMilp:
@@ -85,10 +88,12 @@ class MappingMilp:
 
     ``cap``: an incumbent objective value; counts whose contribution alone exceeds it are cut at the first achievable
     value above it. ``latency_limit``: adds ``latency <= limit`` (the EDP driver); ``energy_cap`` likewise caps the
-    energy counts in that case."""
+    energy counts in that case. ``capacity_limits``: tighter byte limits for some stores (used to exclude a tile
+    combination a solver accepted within its feasibility tolerance)."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, cap: float | None = None,
-                 latency_limit: float | None = None, energy_cap: float | None = None) -> None:
+                 latency_limit: float | None = None, energy_cap: float | None = None,
+                 capacity_limits: dict[tuple[int, str], int] | None = None) -> None:
         if objective not in ("energy", "latency"):
             raise ValueError(f"the MILP optimises energy or latency, not '{objective}'")
         self.nest, self.arch, self.objective = nest, arch, objective
@@ -99,6 +104,7 @@ class MappingMilp:
         self.primes = {d: prime_factors(nest.sizes[d]) for d in self.dims}
         self.word = {t: nest.operand(t).word_bytes for t in OPERANDS}
         self.cap, self.latency_limit, self.energy_cap = cap, latency_limit, energy_cap
+        self.capacity_limits = dict(capacity_limits or {})  # (level, memory) -> bytes, tighter than the capacity
         self._lb: list[float] = []
         self._ub: list[float] = []
         self._int: list[bool] = []
@@ -110,6 +116,7 @@ class MappingMilp:
         self._splits: dict[str, list[tuple[int, ...]]] = {}
         self._one_col = self._var(1.0, 1.0)
         self.c0 = 0.0
+        self.objective_scale = 1.0  # model objective x objective_scale = energy (pJ) or latency (cycles)
         self._build()
 
     # ------------------------------------------------------------------------------------------ primitives
@@ -143,6 +150,7 @@ class MappingMilp:
                 expr = _add(*((self.ln_f(d, k), 1.0) for d in self.dims))
                 if expr:
                     self._row(expr, hi=math.log(s.size) + 1e-9)
+        self._break_axis_symmetry()
         self.one: dict[tuple[str, int], int] = {}
         for d in self.dims:
             for m, k in self.tslot.items():
@@ -174,6 +182,25 @@ class MappingMilp:
                         self._row(_add(({qv: 1.0}, 1.0), (self.ln_f(d, self.tslot[m]), -1.0)), hi=0.0)
                         self._row({qv: 1.0, g: -math.log(nest.sizes[d])}, hi=0.0)
         self._objective_and_constraints()
+
+    def _break_axis_symmetry(self) -> None:
+        """Two axes of one fanout with the same size are interchangeable (the cost model sees only the products per
+        dimension over a fanout): keep one orientation of every such pair, ``weight(a) >= weight(b)`` for a fixed
+        generic weighting of the prime exponents (one orientation of any solution satisfies it)."""
+        groups: dict[tuple[int, bool, int], list[int]] = {}
+        for k, s in enumerate(self.slots):
+            if s.kind == SPATIAL:
+                groups.setdefault((s.level, s.mac, s.size), []).append(k)
+        for ks in groups.values():
+            for a, b in zip(ks, ks[1:], strict=False):
+                row: Expr = {}
+                for i, d in enumerate(self.dims):
+                    for p in self.primes[d]:
+                        w = math.log(p) * (1.0 + 0.37 * i)
+                        row[self.n[d, a, p]] = row.get(self.n[d, a, p], 0.0) + w
+                        row[self.n[d, b, p]] = row.get(self.n[d, b, p], 0.0) - w
+                if row:
+                    self._row(row, lo=0.0)
 
     # ------------------------------------------------------------------------------------------ count terms
     def _spatial_above(self, level: int) -> list[int]:
@@ -320,6 +347,7 @@ class MappingMilp:
     def _objective_and_constraints(self) -> None:
         nest, arch = self.nest, self.arch
         energy: list[tuple[_Term, float]] = []
+        cap_coef: dict[int, float] = {}
         energy_neg: list[tuple[Expr, float]] = []
         rd: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
         wr: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
@@ -344,6 +372,8 @@ class MappingMilp:
                         coef += w * (sc.write_energy_pj_per_byte + net)
                         fcoef += w * (sc.write_energy_pj_per_byte + net)
                     energy.append((deliv, coef))
+                    # deliv * coef - first * fcoef >= deliv * (coef - fcoef) (first <= deliv): the cap divisor
+                    cap_coef[id(deliv)] = coef - fcoef
                     energy_neg.append((self._first(p, None), fcoef))
                     rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
                     wr.setdefault((p, sp.memory), []).append((deliv_pi, w))
@@ -376,11 +406,12 @@ class MappingMilp:
         for (j, mem), items in tiles.items():
             cap = next(s for s in arch.levels[j].stores if s.memory == mem).capacity_bytes
             assert cap is not None
+            cap = min(cap, self.capacity_limits.get((j, mem), cap))
             row: Expr = {}
             for term, w in items:
                 self._materialize(term, cap / w)
-                row[term.col] = row.get(term.col, 0.0) + w
-            self._row(row, hi=float(cap))
+                row[term.col] = row.get(term.col, 0.0) + w * term.scale / cap
+            self._row(row, hi=1.0)
         # energy
         energy_cap = self.energy_cap if self.energy_cap is not None else (
             self.cap if self.objective == "energy" else None)
@@ -388,19 +419,24 @@ class MappingMilp:
         for term, coef in energy:
             if coef <= 0:
                 continue
-            self._materialize(term, None if energy_cap is None else energy_cap / coef)
-            self.energy_expr[term.col] = self.energy_expr.get(term.col, 0.0) + coef
+            divisor = cap_coef.get(id(term), coef)
+            self._materialize(term, None if energy_cap is None or divisor <= 0 else energy_cap / divisor)
+            self.energy_expr[term.col] = self.energy_expr.get(term.col, 0.0) + coef * term.scale
         for expr, coef in energy_neg:
             for k, v in expr.items():
                 self.energy_expr[k] = self.energy_expr.get(k, 0.0) - coef * v
         self.energy_const = nest.macs * arch.mac_energy_pj
+        # the objective in units of the incumbent (or of its largest term): coefficients near 1 for the LP
+        self.energy_scale = energy_cap or max([abs(v) for v in self.energy_expr.values()] + [self.energy_const, 1.0])
         # latency
         lat_cap = self.latency_limit if self.latency_limit is not None else (
             self.cap if self.objective == "latency" else None)
-        self.latency_col = self._var(0, math.inf if self.latency_limit is None else self.latency_limit)
         compute = self._term(self._spec("compute", None, None, visits_of=MAC))
         self._materialize(compute, lat_cap)
-        self._row({self.latency_col: 1.0, compute.col: -1.0}, lo=0.0)
+        self.latency_scale = lat_cap or compute.scale  # the latency variable is latency / latency_scale
+        self.latency_col = self._var(
+            0, math.inf if self.latency_limit is None else self.latency_limit / self.latency_scale)
+        self._row({self.latency_col: 1.0, compute.col: -compute.scale / self.latency_scale}, lo=0.0)
         for j, lv in enumerate(arch.levels):
             for store in lv.stores:
                 key = (j, store.memory)
@@ -412,23 +448,27 @@ class MappingMilp:
                     self._latency_row(wr.get(key, []), wr_neg.get(key, []), store.write_bandwidth, lat_cap)
         if self.objective == "energy":
             for k, v in self.energy_expr.items():
-                self._cost[k] += v
-            self.c0 = self.energy_const
+                self._cost[k] += v / self.energy_scale
+            self.c0 = self.energy_const / self.energy_scale
+            self.objective_scale = self.energy_scale
         else:
             self._cost[self.latency_col] += 1.0
+            self.objective_scale = self.latency_scale
 
     def _latency_row(self, terms: list[tuple[_Term, float]], negs: list[tuple[Expr, float]], bw: float,
                      cap: float | None) -> None:
         if not terms or math.isinf(bw):
             return
+        if negs:
+            cap = None  # a term may exceed the latency by what the subtracted counts take back: no cap from here
         row: Expr = {self.latency_col: 1.0}
         for term, w in terms:
             coef = w / bw
             self._materialize(term, None if cap is None else cap / coef)
-            row[term.col] = row.get(term.col, 0.0) - coef
+            row[term.col] = row.get(term.col, 0.0) - coef * term.scale / self.latency_scale
         for expr, w in negs:
             for k, v in expr.items():
-                row[k] = row.get(k, 0.0) + v * w / bw
+                row[k] = row.get(k, 0.0) + v * w / bw / self.latency_scale
         self._row(row, lo=0.0)
 
     def _materialize(self, term: _Term, cap: float | None) -> None:
@@ -436,10 +476,12 @@ class MappingMilp:
         if term.col >= 0:
             return
         values = self._values(term.spec, cap)
+        term.scale = float(values[-1])
+        values = values / term.scale  # T' = count / scale: secant slopes ~ the values, at most 1
         term.col = self._var(0.0)
         term.lam_col = self._var(-math.inf, math.inf)
         self._row(_add(({term.lam_col: 1.0}, 1.0), (term.expr, -1.0)), 0.0, 0.0)
-        logs = np.log(values)
+        logs = np.log(values) + math.log(term.scale)
         self._row({term.lam_col: 1.0}, lo=float(logs[0]) - 1e-9)
         if len(values) == 1:
             self._row({term.col: 1.0}, lo=float(values[0]))
@@ -613,7 +655,7 @@ class MappingMilp:
         for term in self._terms:
             lam = sum(v * x[k] for k, v in term.expr.items())
             x[term.lam_col] = lam
-            x[term.col] = math.exp(lam) * (1 + 1e-12)
+            x[term.col] = math.exp(lam) / term.scale * (1 + 1e-12)
         # latency: the largest right-hand side among its rows
         x[self.latency_col] = 0.0
         model_rows = [(e, lo) for e, lo, _ in self._rows if self.latency_col in e and e[self.latency_col] == 1.0]

@@ -308,7 +308,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             r = evaluate_mapping(n, data.arch, m)
             violations.extend(f"layer {n.name}: {v}" for v in r.violations)
             reps.append(r)
-            per_layer.append({"layer": n.name, "shape": n.describe(), "energy_pj": r.energy_pj,
+            per_layer.append({"layer": n.name, "kind": n.kind, "shape": n.shape_text, "energy_pj": r.energy_pj,
                               "latency_cycles": r.latency_cycles, "edp": r.edp, "utilization": r.utilization,
                               "valid": r.valid})
         feasible = not violations
