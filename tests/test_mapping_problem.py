@@ -76,7 +76,11 @@ def test_solution_document_round_trip_and_verify(tmp_path: Path) -> None:
 def test_deterministic_exact() -> None:
     a = harness.solve(harness.prepare(instance_from_dict(tiny_doc())), "exact", options=DET)
     b = harness.solve(harness.prepare(instance_from_dict(tiny_doc())), "exact", options=DET)
-    assert a.solution == b.solution and a.objective == b.objective
+    assert a.objective == b.objective
+
+    def mapping_of(r: harness.Result) -> dict:
+        return {n: (d["factors"], d["orders"]) for n, d in r.solution["layers"].items()}  # not the timings
+    assert mapping_of(a) == mapping_of(b)
 
 
 def test_identical_layers_are_solved_once() -> None:

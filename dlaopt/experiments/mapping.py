@@ -101,7 +101,7 @@ def run_mapping_benchmark(
         else:
             results = [benchmark_layer(*a) for a in args]
         wall = time.perf_counter() - t0
-        for (nest, count), res in zip(convs, results, strict=True):
+        for (_, count), res in zip(convs, results, strict=True):
             row: dict[str, Any] = {"preset": preset, "layer": res["layer"], "shape": res["shape"],
                                    "stride": res["stride"], "count": count}
             best = min((res[m]["objective"] for m in methods if res[m]["objective"] is not None), default=None)

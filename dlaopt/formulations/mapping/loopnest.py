@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator, OpKind
@@ -41,7 +41,7 @@ class Operand:
     coords: tuple[Coordinate, ...]
     word_bytes: int
 
-    @property
+    @cached_property
     def dims(self) -> frozenset[str]:
         """Loop dimensions this operand is relevant to (its index changes when they advance)."""
         return frozenset(d for c in self.coords for d in c.dims)

@@ -114,6 +114,7 @@ class MappingMilp:
         self._halo: dict[tuple, tuple[Expr, list[tuple[tuple, int]], tuple[bool, ...]]] = {}
         self._ratios: list[tuple[list[tuple[int, int, int]], list[tuple[str, int]], list[tuple[str, int]]]] = []
         self._splits: dict[str, list[tuple[int, ...]]] = {}
+        self._component_cache: dict[tuple, np.ndarray] = {}
         self._one_col = self._var(1.0, 1.0)
         self.c0 = 0.0
         self.objective_scale = 1.0  # model objective x objective_scale = energy (pJ) or latency (cycles)
@@ -156,7 +157,7 @@ class MappingMilp:
             for m, k in self.tslot.items():
                 v = self.one[d, m] = self._var(0, 1)
                 for p, e in self.primes[d].items():
-                    self._row({v: 1.0, self.n[d, k, p]: 1.0 / e}, hi=1.0)
+                    self._row({v: 1.0, self.n[d, k, p]: 1.0 / e}, hi=1.0)  # the convex hull of one = [n == 0]
         self.s: dict[tuple[int, str], int] = {}
         for m in self.tslot:
             for t in OPERANDS:
@@ -510,37 +511,53 @@ class MappingMilp:
             self._splits[d] = out
         return self._splits[d]
 
-    def _component_values(self, spec: TermSpec, dims: tuple[str, ...], coord: Coordinate | None) -> set[float]:
-        """All values the count's factor from ``dims`` can take (a superset is fine: more secant points)."""
-        maybe = sorted({k for d in dims for k in spec.maybe.get(d, frozenset())})
-        vals: set[float] = set()
-        splits = [self._dim_splits(d) for d in dims]
-        for combo in _product(splits):
-            f = dict(zip(dims, combo, strict=True))
-            base = 1.0
-            if coord is not None:
-                assert spec.include is not None
-                kmax = max((k for k in range(self.K) if spec.include[k]), default=-1)
-                pattern = tuple(spec.include[: kmax + 1])
-                runs = _runs(pattern)
-                (a, ca), (b, cb) = coord.terms
-                ka = tuple(math.prod(f[a][k] for k in ks) for _, ks in runs)
-                kb = tuple(math.prod(f[b][k] for k in ks) for _, ks in runs)
-                base = float(_halo_extent(ca, cb, ka, kb, tuple(i for i, _ in runs)))
-            elif spec.include is not None and spec.operand is not None and dims[0] in self.nest.operand(
-                    spec.operand).dims:
-                base = float(math.prod(f[dims[0]][k] for k in range(self.K) if spec.include[k]))
-            for (d, k), c in spec.coef.items():
-                if d in f:
-                    base *= f[d][k] ** c
-            for r in range(len(maybe) + 1):
-                for saved in _combinations(maybe, r):
-                    v = base
-                    for k in saved:
-                        for d in dims:
-                            if k in spec.maybe.get(d, ()):
-                                v /= f[d][k]
-                    vals.add(v)
+    def _component_values(self, spec: TermSpec, dims: tuple[str, ...], coord: Coordinate | None) -> np.ndarray:
+        """All values the count's factor from ``dims`` can take (a superset is fine: more secant points).
+
+        Vectorised over every split of the dimension(s); cached, since many counts share a component."""
+        relevant = spec.include is not None and spec.operand is not None and (
+            coord is not None or dims[0] in self.nest.operand(spec.operand).dims)
+        include = spec.include if relevant else None
+        coef = tuple(sorted(((d, k), c) for (d, k), c in spec.coef.items() if d in dims))
+        maybe = tuple(sorted((d, k) for d in dims for k in spec.maybe.get(d, frozenset())))
+        key = (dims, coord, include, coef, maybe)
+        if key in self._component_cache:
+            return self._component_cache[key]
+        mats = [np.array(self._dim_splits(d), dtype=float) for d in dims]
+        if len(dims) == 1:
+            f = {dims[0]: mats[0]}
+        else:  # every pair of splits
+            na, nb = len(mats[0]), len(mats[1])
+            f = {dims[0]: np.repeat(mats[0], nb, axis=0), dims[1]: np.tile(mats[1], (na, 1))}
+        n = len(next(iter(f.values())))
+        base = np.ones(n)
+        if include is not None and coord is not None and any(include):
+            kmax = max((k for k in range(self.K) if include[k]), default=-1)
+            runs = _runs(tuple(include[: kmax + 1]))
+            inc = tuple(i for i, _ in runs)
+            (a, ca), (b, cb) = coord.terms
+            ka = np.stack([f[a][:, list(ks)].prod(axis=1) for _, ks in runs], axis=1).astype(np.int64)
+            kb = np.stack([f[b][:, list(ks)].prod(axis=1) for _, ks in runs], axis=1).astype(np.int64)
+            table: dict[tuple, float] = {}
+            for i in range(n):
+                pair = (tuple(ka[i]), tuple(kb[i]))
+                if pair not in table:
+                    table[pair] = float(_halo_extent(ca, cb, pair[0], pair[1], inc))
+                base[i] = table[pair]
+        elif include is not None and coord is None:
+            ks = [k for k in range(self.K) if include[k]]
+            base = f[dims[0]][:, ks].prod(axis=1)
+        for (d, k), c in coef:
+            base = base * f[d][:, k] ** c
+        out = [base]
+        for r in range(1, len(maybe) + 1):
+            for saved in _combinations(maybe, r):
+                v = base.copy()
+                for d, k in saved:
+                    v = v / f[d][:, k]
+                out.append(v)
+        vals = np.unique(np.round(np.concatenate(out), 9))
+        self._component_cache[key] = vals
         return vals
 
     def _values(self, spec: TermSpec, cap: float | None) -> np.ndarray:
@@ -558,7 +575,7 @@ class MappingMilp:
         current = np.array([1.0])
         above = math.inf
         for dims, coord in comps:
-            vals = np.array(sorted(self._component_values(spec, dims, coord)))
+            vals = self._component_values(spec, dims, coord)
             prod = np.unique(np.round((current[:, None] * vals[None, :]).ravel(), 9))
             if cap is not None:
                 over = prod[prod > cap * (1 + 1e-9)]
