@@ -212,3 +212,33 @@ def test_cli_mapping_benchmark_quick(tmp_path: Path) -> None:
     assert row["exact_status"] == "optimal"
     assert row["exact_objective"] <= min(row["nvdla_objective"], row["eyeriss_objective"]) * (1 + 1e-9)
     assert (tmp_path / "lenet5-energy.csv").exists() and (tmp_path / "lenet5-energy.md").exists()
+
+
+@pytest.mark.parametrize(("preset", "macs", "local", "shared"), [
+    # seed 001 Table 4.2 (GAMMA platforms) and Table 5.1 (Accel-A / Accel-B); Eyeriss v1
+    ("gamma-edge", 168, 512, 108 * 1024),
+    ("gamma-cloud", 65536, 64, 24 * 1024 * 1024),
+    ("accel-a", 256, 64 * 1024, 512 * 1024),
+    ("accel-b", 1024, 256, 64 * 1024),
+    ("eyeriss", 168, 512, 108 * 1024),
+])
+def test_mapping_presets_match_the_seed_tables(preset: str, macs: int, local: int, shared: int) -> None:
+    from dlaopt.formulations.mapping.arch import arch_from_accelerator
+    from dlaopt.hardware.presets import PRESETS
+
+    arch = arch_from_accelerator(PRESETS.create(preset, {}))
+    assert arch.num_macs == macs
+    assert [lv.stores[0].capacity_bytes for lv in arch.levels] == [local, shared, None]
+    assert arch.levels[0].instances * (4 if preset == "accel-b" else 1) == macs
+
+
+def test_tpu_preset_is_weight_stationary_with_partitioned_buffers() -> None:
+    from dlaopt.formulations.mapping.arch import arch_from_accelerator
+    from dlaopt.hardware.presets import PRESETS
+
+    arch = arch_from_accelerator(PRESETS.create("tpu", {}))
+    pe, onchip, dram = arch.levels
+    assert pe.keeps == frozenset("W") and pe.instances == 256 * 256
+    assert {s.memory: s.operands for s in onchip.stores} == {
+        "unified_buffer": frozenset("I"), "accumulators": frozenset("O"), "weight_fifo": frozenset("W")}
+    assert arch.keeping_levels("I") == [1, 2] and arch.num_macs == 256 * 256

@@ -379,6 +379,18 @@ def _plain(value: Any, *, strict: bool = True) -> Any:
     return value
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings (e.g. a mapping's printed loop nest) written as literal blocks."""
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_block)
+
+
 def save_mapping(doc: Mapping[str, Any], path: str | Path) -> Path:
     """Write ``doc`` as JSON (``.json`` suffix) or YAML (anything else); creates parent directories."""
     p = Path(path)
@@ -386,7 +398,8 @@ def save_mapping(doc: Mapping[str, Any], path: str | Path) -> Path:
     if p.suffix.lower() == ".json":
         text = json.dumps(data, indent=2) + "\n"
     else:
-        text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+        text = yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, default_flow_style=None, width=120,
+                         allow_unicode=True)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")

@@ -59,6 +59,11 @@ def aggregate(reports: list[CostReport], objective: str) -> float:
     return sum(r.edp for r in reports)
 
 
+def _aggregate_values(values: list[float], mult: list[int]) -> float:
+    """Network value from per-unique-layer values (every objective is a sum over layers)."""
+    return sum(k * v for k, v in zip(mult, values, strict=True))
+
+
 def _workers(data: MappingData) -> int:
     w = int(data.options.get("workers", 0))
     if w <= 0:
@@ -286,8 +291,15 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         msgs = sorted({r["message"] for r in results if r["message"]})
         from dlaopt.solvers.highs_backend import HIGHS_VERSION
 
+        warm_start = None
+        if all(r["warm_start"] is not None for r in results):
+            names = sorted({r["warm_start"][0] for r in results})
+            warm_start = {"method": "/".join(names) + (" (best per layer)" if len(results) > 1 else ""),
+                          "objective": _aggregate_values([r["warm_start"][1] for r in results], mult)}
+
         return ExactOutcome(sol, status, bound, backend, HIGHS_VERSION if backend == "highs" else "",
                             message="; ".join(msgs), trace=trace, model_objective=model_obj, metrics=metrics,
+                            warm_start=warm_start,
                             solve_time_s=time.perf_counter() - t0,
                             model_stats=results[0]["model_stats"] if len(results) == 1 else None)
 
