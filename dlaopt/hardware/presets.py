@@ -24,6 +24,8 @@ Sources of the numbers:
 
 from __future__ import annotations
 
+from typing import Any
+
 from dlaopt.hardware.model import DMA, Accelerator, Memory, MemoryKind, PEArray, SpmAccess
 from dlaopt.registry import Registry
 from dlaopt.workload.tensor import TensorRole
@@ -147,49 +149,42 @@ def _rename_local(acc: Accelerator, name: str) -> Accelerator:
     return replace(acc, memories=mems)
 
 
-@PRESETS.register("gamma-edge", "GAMMA edge platform (seed 001 Table 4.2): 168 PEs, 512 B local, 108 KB global")
-def gamma_edge(*, dram_bytes_per_cycle: float = 16.0, clock_mhz: float = 200.0) -> Accelerator:
-    return _spatial_accelerator(
-        "gamma-edge", "GAMMA's edge platform (seed 001, Table 4.2): 12x14 PEs, 512 B local buffer per PE, 108 KB "
-        "global buffer; Eyeriss normalised energies",
-        rows=12, cols=14, local_bytes=512, global_bytes=108 * KiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
-        global_bytes_per_cycle=64.0, clock_mhz=clock_mhz,
-        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
-    )
+def _register_spatial(name: str, title: str, description: str, *, dram: float, clock: float,
+                      **hardware: Any) -> None:
+    """Register a fixed spatial-array preset whose DRAM bandwidth and clock are its parameters."""
+
+    def factory(*, dram_bytes_per_cycle: float = dram, clock_mhz: float = clock) -> Accelerator:
+        return _spatial_accelerator(name, description, dram_bytes_per_cycle=dram_bytes_per_cycle,
+                                    clock_mhz=clock_mhz, params={"dram_bytes_per_cycle": dram_bytes_per_cycle,
+                                                                 "clock_mhz": clock_mhz}, **hardware)
+
+    factory.__name__ = name.replace("-", "_")
+    PRESETS.register(name, title)(factory)
 
 
-@PRESETS.register("gamma-cloud", "GAMMA cloud platform (seed 001 Table 4.2): 65,536 PEs, 4 MiB local, 24 MiB global")
-def gamma_cloud(*, dram_bytes_per_cycle: float = 1024.0, clock_mhz: float = 940.0) -> Accelerator:
-    return _spatial_accelerator(
-        "gamma-cloud", "GAMMA's cloud platform (seed 001, Table 4.2): 256x256 PEs, 4 MiB of local buffers (64 B per "
-        "PE), 24 MiB global buffer; Eyeriss normalised energies",
-        rows=256, cols=256, local_bytes=64, global_bytes=24 * MiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
-        global_bytes_per_cycle=4096.0, clock_mhz=clock_mhz,
-        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
-    )
-
-
-@PRESETS.register("accel-a", "Demystifying-MSE Accel-A (seed 001 Table 5.1): 256 PEs, 64 KB private, 512 KB shared")
-def accel_a(*, dram_bytes_per_cycle: float = 32.0, clock_mhz: float = 1000.0) -> Accelerator:
-    return _spatial_accelerator(
-        "accel-a", "Accel-A (seed 001, Table 5.1): 16x16 PEs with 1 ALU, 64 KB private buffer per PE, 512 KB shared "
-        "buffer; Eyeriss normalised energies (private buffer charged as a global-buffer access)",
-        rows=16, cols=16, local_bytes=64 * KiB, global_bytes=512 * KiB, local_energy=6.0,
-        dram_bytes_per_cycle=dram_bytes_per_cycle, global_bytes_per_cycle=256.0, clock_mhz=clock_mhz,
-        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
-    )
-
-
-@PRESETS.register("accel-b",
-                  "Demystifying-MSE Accel-B (seed 001 Table 5.1): 256 PEs x 4 ALUs, 256 B private, 64 KB shared")
-def accel_b(*, dram_bytes_per_cycle: float = 32.0, clock_mhz: float = 1000.0) -> Accelerator:
-    return _spatial_accelerator(
-        "accel-b", "Accel-B (seed 001, Table 5.1): 16x16 PEs with 4 ALUs each, 256 B private buffer per PE, 64 KB "
-        "shared buffer; Eyeriss normalised energies",
-        rows=16, cols=16, alus=4, local_bytes=256, global_bytes=64 * KiB, dram_bytes_per_cycle=dram_bytes_per_cycle,
-        global_bytes_per_cycle=256.0, clock_mhz=clock_mhz,
-        params={"dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
-    )
+_register_spatial(
+    "gamma-edge", "GAMMA edge platform (seed 001 Table 4.2): 168 PEs, 512 B local, 108 KB global",
+    "GAMMA's edge platform (seed 001, Table 4.2): 12x14 PEs, 512 B local buffer per PE, 108 KB global buffer; "
+    "Eyeriss normalised energies",
+    dram=16.0, clock=200.0, rows=12, cols=14, local_bytes=512, global_bytes=108 * KiB, global_bytes_per_cycle=64.0)
+_register_spatial(
+    "gamma-cloud", "GAMMA cloud platform (seed 001 Table 4.2): 65,536 PEs, 4 MiB local, 24 MiB global",
+    "GAMMA's cloud platform (seed 001, Table 4.2): 256x256 PEs, 4 MiB of local buffers (64 B per PE), 24 MiB global "
+    "buffer; Eyeriss normalised energies",
+    dram=1024.0, clock=940.0, rows=256, cols=256, local_bytes=64, global_bytes=24 * MiB,
+    global_bytes_per_cycle=4096.0)
+_register_spatial(
+    "accel-a", "Demystifying-MSE Accel-A (seed 001 Table 5.1): 256 PEs, 64 KB private, 512 KB shared",
+    "Accel-A (seed 001, Table 5.1): 16x16 PEs with 1 ALU, 64 KB private buffer per PE, 512 KB shared buffer; Eyeriss "
+    "normalised energies (private buffer charged as a global-buffer access)",
+    dram=32.0, clock=1000.0, rows=16, cols=16, local_bytes=64 * KiB, global_bytes=512 * KiB, local_energy=6.0,
+    global_bytes_per_cycle=256.0)
+_register_spatial(
+    "accel-b", "Demystifying-MSE Accel-B (seed 001 Table 5.1): 256 PEs x 4 ALUs, 256 B private, 64 KB shared",
+    "Accel-B (seed 001, Table 5.1): 16x16 PEs with 4 ALUs each, 256 B private buffer per PE, 64 KB shared buffer; "
+    "Eyeriss normalised energies",
+    dram=32.0, clock=1000.0, rows=16, cols=16, alus=4, local_bytes=256, global_bytes=64 * KiB,
+    global_bytes_per_cycle=256.0)
 
 
 @PRESETS.register("tpu", "TPU v1-like: 256x256 systolic array, 24 MiB unified buffer, 4 MiB accumulators")

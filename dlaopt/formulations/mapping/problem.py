@@ -149,7 +149,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         Method("nvdla", "heuristic", "NVDLA-like fixed dataflow (K-C parallel, weight stationary), greedy tiles"),
         Method("eyeriss", "heuristic", "Eyeriss-like fixed dataflow (row stationary), greedy tiles"),
         Method("shidiannao", "heuristic", "ShiDianNao-like fixed dataflow (output stationary), greedy tiles"),
-        Method("exact", "exact", "MILP over the exact cost model, warm-started; EDP by a Pareto walk", "highs"),
+        Method("exact", "exact", "MILP over the exact cost model, warm-started; EDP by bisection over latency caps", "highs"),
         Method("exhaustive", "exact", "Enumeration of every mapping (small layers only; ground truth)"),
     )
 
