@@ -296,7 +296,8 @@ def _solve_options(time_limit: float | None, gap: float | None, seed: int, threa
 
 
 def _parse_assignments(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, Any]:
-    """``k=v`` pairs; ``v`` is read as a YAML scalar (``3`` int, ``0.5`` float, ``true`` bool, else a string)."""
+    """``k=v`` pairs; ``v`` is read as YAML (``3`` int, ``0.5`` float, ``true`` bool, ``[a, b]`` a list, ``{P: 8}`` a
+    mapping, else a string)."""
     import yaml
 
     out: dict[str, Any] = {}
@@ -308,8 +309,8 @@ def _parse_assignments(ctx: click.Context, param: click.Parameter, values: Seque
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
-        if value is not None and not isinstance(value, (str, int, float, bool)):
-            value = raw  # lists, mappings, dates, ...: keep the literal text
+        if value is not None and not isinstance(value, (str, int, float, bool, list, dict)):
+            value = raw  # dates and other YAML types: keep the literal text
         out[key.strip()] = value
     return out
 
@@ -773,6 +774,7 @@ EXPERIMENTS: dict[str, str] = {
     "thesis-sweep": "dlaopt.experiments.commands:thesis_sweep",
     "pinning-benchmark": "dlaopt.experiments.commands:pinning_benchmark",
     "mapping-benchmark": "dlaopt.experiments.commands:mapping_benchmark",
+    "zigzag-compare": "dlaopt.experiments.commands:zigzag_compare",
 }
 
 

@@ -103,3 +103,38 @@ def mapping_benchmark(out_dir: str, network: str, presets: str, objective: str, 
         return
     click.echo(report["table"])
     click.echo(f"rows: {report['csv']}\ntable: {report['markdown']}")
+
+
+@click.command("zigzag-compare")
+@click.option("--zigzag-python", "zigzag_python", help="A Python interpreter with zigzag-dse 3.9.1 installed.")
+@click.option("--setup", "setup_dir", help="Create a virtualenv in this folder (if missing) and pip-install "
+              "zigzag-dse==3.9.1 and six into it; use it as the ZigZag interpreter.")
+@click.option("--out", "out_dir", default="results/zigzag-compare", show_default=True, help="Output folder.")
+@click.option("--objectives", default="energy,latency", show_default=True, help="Comma-separated: energy, latency.")
+@click.option("--layers", type=int, default=None, help="Only the first N unique conv layers (a quick look).")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per layer for dlaopt exact, s.")
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+def zigzag_compare(zigzag_python: str | None, setup_dir: str | None, out_dir: str, objectives: str,
+                   layers: int | None, time_limit: float, as_json: bool) -> None:
+    """Issue 3 beside ZigZag: ResNet-18's unique conv layers on the Eyeriss preset — ZigZag's search (in its own
+    environment, not a dependency) versus dlaopt's exact method: search times, and each best mapping's energy and
+    latency in dlaopt's cost model, with the differences between the two models."""
+    from dlaopt.errors import InputError
+    from dlaopt.experiments.zigzag_compare import OBJECTIVES, run_zigzag_compare
+
+    objs = tuple(_csv(objectives) or ())
+    if not objs or any(o not in OBJECTIVES for o in objs):
+        raise InputError(f"bad objectives '{objectives}'", path=("--objectives",),
+                         expected="a comma-separated subset of: " + ", ".join(OBJECTIVES))
+    if layers is not None and layers < 1:
+        raise InputError("--layers must be at least 1", path=("--layers",))
+    report = run_zigzag_compare(out_dir, zigzag_python=zigzag_python, setup=setup_dir, objectives=objs,
+                                layers=layers, time_limit=time_limit,
+                                progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump({"rows": report["rows"], "summary": report["summary"], "meta": report["meta"]}, sys.stdout,
+                  indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report["table"])
+    click.echo(f"rows: {report['csv']}\ntable: {report['markdown']}\ndetails: {report['json']}")

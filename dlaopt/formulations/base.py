@@ -66,6 +66,7 @@ class ExactOutcome(Generic[S]):
     trace: list[TracePoint] = field(default_factory=list)
     model_stats: dict[str, int] | None = None
     model_objective: float | None = None  # the model's value of ``solution``; checked against the evaluator
+    objective_tolerance: float | None = None  # relative, for that check (default: the harness' own)
     warm_start: dict[str, Any] | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     solve_time_s: float = 0.0

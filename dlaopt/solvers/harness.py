@@ -305,7 +305,7 @@ def _finish_outcome(res: Result, problem: Problem[Any, Any], data: Any, outcome:
     _attach(res, problem, data, outcome.solution, ev)
     res.metrics.update(outcome.metrics)
     res.status = outcome.status
-    tol = OBJECTIVE_TOLERANCE * max(1.0, abs(ev.objective or 0.0))
+    tol = (outcome.objective_tolerance or OBJECTIVE_TOLERANCE) * max(1.0, abs(ev.objective or 0.0))
     if not ev.feasible:
         res.status = Status.ERROR
         res.message = "the evaluator rejected the solver's solution: " + "; ".join(ev.violations[:5])

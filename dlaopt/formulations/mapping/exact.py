@@ -35,6 +35,9 @@ HIGHS_TOLERANCES: dict[str, float] = {}
 # tolerance on the latency cap)
 LATENCY_STEP = 1e-6
 MAX_CAPACITY_RESOLVES = 5
+# the MILP's value of its solution and the cost model's must agree to this (relative): the secant rows hold within the
+# solver's feasibility tolerance (1e-7 on counts scaled to at most 1), which sums to ~1e-6 of the objective
+MODEL_TOLERANCE = 1e-5
 
 
 def _unscaled(br: BackendResult, scale: float) -> BackendResult:
@@ -135,7 +138,7 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
             out.status, out.message = Status.ERROR, "the decoded mapping is rejected by the cost model"
         break
     if out.objective is not None and out.model_objective is not None:
-        tol = 1e-6 * max(1.0, abs(out.objective))
+        tol = MODEL_TOLERANCE * max(1.0, abs(out.objective))
         within_cap = warm_value is None or out.objective <= warm_value * (1 + 1e-9)
         if within_cap and (out.objective > out.model_objective + tol or (
                 out.status == Status.OPTIMAL and abs(out.objective - out.model_objective) > tol)):

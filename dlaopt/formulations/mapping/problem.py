@@ -21,6 +21,7 @@ from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure,
 from dlaopt.formulations.mapping import options as opts
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
+from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint
@@ -149,7 +150,8 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         Method("nvdla", "heuristic", "NVDLA-like fixed dataflow (K-C parallel, weight stationary), greedy tiles"),
         Method("eyeriss", "heuristic", "Eyeriss-like fixed dataflow (row stationary), greedy tiles"),
         Method("shidiannao", "heuristic", "ShiDianNao-like fixed dataflow (output stationary), greedy tiles"),
-        Method("exact", "exact", "MILP over the exact cost model, warm-started; EDP by bisection over latency caps", "highs"),
+        Method("exact", "exact", "MILP over the exact cost model, warm-started; EDP by bisection over latency caps",
+               "highs"),
         Method("exhaustive", "exact", "Enumeration of every mapping (small layers only; ground truth)"),
     )
 
@@ -299,7 +301,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
 
         return ExactOutcome(sol, status, bound, backend, HIGHS_VERSION if backend == "highs" else "",
                             message="; ".join(msgs), trace=trace, model_objective=model_obj, metrics=metrics,
-                            warm_start=warm_start,
+                            warm_start=warm_start, objective_tolerance=MODEL_TOLERANCE,
                             solve_time_s=time.perf_counter() - t0,
                             model_stats=results[0]["model_stats"] if len(results) == 1 else None)
 
