@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +25,45 @@ from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operato
 from dlaopt.formulations.mapping.problem import run_layer_exact, run_layer_heuristic
 from dlaopt.hardware.presets import PRESETS
 from dlaopt.solvers.result import SolveOptions
+from dlaopt.workload.graph import Workload
+from dlaopt.workload.operator import Operator
 from dlaopt.zoo import ZOO
 
 METHODS = ("exact", "ga", "random", "nvdla", "eyeriss", "shidiannao")
 
 
-def conv_layers(network: str, params: dict[str, Any] | None = None) -> list[tuple[LoopNest, int]]:
-    """The network's unique conv layers (``kind`` conv2d or depthwise) with how often each shape occurs."""
-    wl = ZOO.create(network, params or {})
-    nests = [loopnest_from_operator(wl, op) for op in mappable_layers(wl)]
+@dataclass
+class Layer:
+    op: Operator
+    nest: LoopNest
+    count: int  # layers of this shape in the network
+
+
+def unique_conv_layers(workload: Workload) -> list[Layer]:
+    """The workload's unique conv layers (conv2d or depthwise) with how often each shape occurs."""
+    nests_ops = [(loopnest_from_operator(workload, op), op) for op in mappable_layers(workload)]
     out = []
-    for group in unique_layers(nests).values():
-        rep = nests[group[0]]
-        if rep.kind in ("conv2d", "depthwise"):
-            out.append((rep, len(group)))
+    for group in unique_layers([n for n, _ in nests_ops]).values():
+        nest, op = nests_ops[group[0]]
+        if nest.kind in ("conv2d", "depthwise"):
+            out.append(Layer(op, nest, len(group)))
     return out
+
+
+def conv_layers(network: str, params: dict[str, Any] | None = None) -> list[tuple[LoopNest, int]]:
+    """A zoo network's unique conv layers as (loop nest, count)."""
+    return [(la.nest, la.count) for la in unique_conv_layers(ZOO.create(network, params or {}))]
+
+
+def layer_stride(nest: LoopNest) -> int:
+    """The vertical stride of a convolution (the coefficient of P in the input row coordinate)."""
+    return dict(nest.operand("I").coords[3].terms).get("P", 1)
 
 
 def benchmark_layer(nest: LoopNest, arch: MappingArch, objective: str, time_limit: float, seed: int,
                     methods: tuple[str, ...]) -> dict[str, Any]:
     options = dict(mapping_options.DEFAULT_OPTIONS)
-    out: dict[str, Any] = {"layer": nest.name, "shape": nest.shape_text, "stride": _stride(nest)}
+    out: dict[str, Any] = {"layer": nest.name, "shape": nest.shape_text, "stride": layer_stride(nest)}
     exact_time = None
     if "exact" in methods:
         r = run_layer_exact(nest, arch, objective, options, SolveOptions(time_limit=time_limit, threads=1, seed=seed),
@@ -66,11 +85,6 @@ def benchmark_layer(nest: LoopNest, arch: MappingArch, objective: str, time_limi
         rep = evaluate_mapping(nest, arch, m) if m is not None else None
         out[h] = {"objective": rep.objective(objective) if rep is not None and rep.valid else None, "time_s": secs}
     return out
-
-
-def _stride(nest: LoopNest) -> int:
-    coord = nest.operand("I").coords[3]
-    return dict(coord.terms).get("P", 1)
 
 
 def run_mapping_benchmark(
@@ -189,4 +203,5 @@ def markdown_table(rows: list[dict[str, Any]], methods: tuple[str, ...], objecti
     return "\n".join(lines)
 
 
-__all__ = ["METHODS", "benchmark_layer", "conv_layers", "markdown_table", "run_mapping_benchmark"]
+__all__ = ["METHODS", "Layer", "benchmark_layer", "conv_layers", "layer_stride", "markdown_table",
+           "run_mapping_benchmark", "unique_conv_layers"]

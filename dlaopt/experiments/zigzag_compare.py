@@ -48,14 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from dlaopt.errors import InputError
+from dlaopt.experiments.mapping import Layer, layer_stride, unique_conv_layers
 from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import (
     LoopNest,
     loopnest_from_operator,
-    mappable_layers,
-    unique_layers,
 )
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.workload.graph import Workload
@@ -369,27 +368,6 @@ def run_zigzag(python: str, request: dict[str, Any], out_path: Path | None = Non
 
 
 # ------------------------------------------------------------------------------------------------ the comparison
-@dataclass
-class Layer:
-    op: Operator
-    nest: LoopNest
-    count: int  # layers of this shape in the network
-
-
-def unique_conv_layers(workload: Workload) -> list[Layer]:
-    nests_ops = [(loopnest_from_operator(workload, op), op) for op in mappable_layers(workload)]
-    out = []
-    for group in unique_layers([n for n, _ in nests_ops]).values():
-        nest, op = nests_ops[group[0]]
-        if nest.kind == "conv2d":
-            out.append(Layer(op, nest, len(group)))
-    return out
-
-
-def _stride(nest: LoopNest) -> int:
-    return dict(nest.operand("I").coords[3].terms).get("P", 1)
-
-
 def run_dlaopt_exact(nest: LoopNest, arch: MappingArch, objective: str, time_limit: float,
                      seed: int = 0) -> dict[str, Any]:
     from dlaopt.formulations.mapping.problem import run_layer_exact
@@ -426,7 +404,7 @@ def compare_rows(raw: dict[str, Any], layers: Sequence[Layer], workload: Workloa
             ev = evaluate_zigzag_mapping(zz, workload, layer.op, arch, axes, word_bits)
             dl = exact.get((layer.nest.name, objective), {})
             row: dict[str, Any] = {
-                "layer": layer.nest.name, "shape": layer.nest.shape_text, "stride": _stride(layer.nest),
+                "layer": layer.nest.name, "shape": layer.nest.shape_text, "stride": layer_stride(layer.nest),
                 "count": layer.count, "objective": objective,
                 "zz_search_s": zz.get("search_seconds"), "zz_energy": zz.get("energy"),
                 "zz_latency": zz.get("latency"), "zz_error": zz.get("error"),
