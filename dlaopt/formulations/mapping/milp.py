@@ -380,10 +380,8 @@ class MappingMilp:
                     wr.setdefault((p, sp.memory), []).append((deliv_pi, w))
                     rd_neg.setdefault((p, sp.memory), []).append((self._first(p, p), w))
                     if sc is not None:
-                        tile = self._include_tile(c)
-                        drains = self._term(self._spec(f"O:drain{c}", t, tile, visits_of=c, times_instances=c))
+                        drains, drains_pi = self._child_tile_terms("O:drain", t, c)
                         energy.append((drains, w * (sc.read_energy_pj_per_byte + net)))
-                        drains_pi = self._term(self._spec(f"O:drain{c}/pi", t, tile, visits_of=c))
                         rd.setdefault((c, sc.memory), []).append((drains_pi, w))
                         reload_pi = self._term(self._spec(f"O:reload{c}/pi", t, inc, visits_of=c, times_instances=p,
                                                           per_instance_of=c))
@@ -393,10 +391,8 @@ class MappingMilp:
                     energy.append((deliv, w * sp.read_energy_pj_per_byte))
                     rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
                     if sc is not None:
-                        tile = self._include_tile(c)
-                        fills = self._term(self._spec(f"{t}:fill{c}", t, tile, visits_of=c, times_instances=c))
+                        fills, fills_pi = self._child_tile_terms(f"{t}:fill", t, c)
                         energy.append((fills, w * (sc.write_energy_pj_per_byte + net)))
-                        fills_pi = self._term(self._spec(f"{t}:fill{c}/pi", t, tile, visits_of=c))
                         wr.setdefault((c, sc.memory), []).append((fills_pi, w))
             for j in arch.keeping_levels(t)[:-1]:
                 store = arch.levels[j].store_of(t)
@@ -455,6 +451,14 @@ class MappingMilp:
         else:
             self._cost[self.latency_col] += 1.0
             self.objective_scale = self.latency_scale
+
+    def _child_tile_terms(self, name: str, t: str, c: int) -> tuple[_Term, _Term]:
+        """Whole tiles of ``t`` moved into (fills) or out of (drains) level ``c`` on every visit: the total count
+        over all instances of ``c``, and the count per instance."""
+        tile = self._include_tile(c)
+        total = self._term(self._spec(f"{name}{c}", t, tile, visits_of=c, times_instances=c))
+        per_instance = self._term(self._spec(f"{name}{c}/pi", t, tile, visits_of=c))
+        return total, per_instance
 
     def _latency_row(self, terms: list[tuple[_Term, float]], negs: list[tuple[Expr, float]], bw: float,
                      cap: float | None) -> None:
