@@ -6,8 +6,8 @@ Importing this package registers every network:
 * :mod:`dlaopt.zoo.cnn_small` — the thesis' SMAUG models ``cifar-cnn10``, ``lenet5``, ``minerva``, ``elu``,
   ``large-elu``, ``resnet-cifar``, ``vgg-cifar``;
 * :mod:`dlaopt.zoo.recurrent` — ``lstm`` (unrolled, weights shared across time steps);
-* :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50``, ``mobilenet-v2``, ``googlenet``,
-  ``mnasnet``;
+* :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50`` (v1.5 or v1), ``squeezenet``
+  (1.1 or 1.0), ``mobilenet-v2``, ``googlenet``, ``mnasnet``;
 * :mod:`dlaopt.zoo.transformer` — ``bert-base``.
 
 Every factory takes keyword-only parameters with defaults, at least ``batch`` (default 1) and ``dtype_bytes``

@@ -14,11 +14,15 @@ ReLU fused), pooling and concatenation are separate operators. MACs at batch 1 w
   512x3 · 512x3, a 2x2 max-pool after each group), fc6 25088→4096, fc7 4096→4096, fc8 4096→1000.
   Convolutions 15,346,630,656 MACs, FCs 123,633,664.
 
-``resnet18`` / ``resnet50`` — He et al.'s ResNets as in torchvision (ResNet-50 "v1.5": the stride sits on the
-  bottleneck's 3x3 conv). conv1 7x7/2 64 · maxpool 3/2 · four stages (64/128/256/512 wide; basic blocks [2,2,2,2]
-  or bottlenecks [3,4,6,3] with expansion 4) · global average pool · fc. Shortcuts that change shape are 1x1
-  (strided) ``downsample`` convs. ResNet-18: 1,814,073,344 MACs; ResNet-50: 4,089,184,256 MACs (convolutions
-  4,087,136,256 + fc 2,048,000). SMAUG's "Resnet" is ResNet-50 on a 225x225 input: ``image_size=225``.
+``resnet18`` / ``resnet50`` — He et al.'s ResNets as in torchvision. conv1 7x7/2 64 · maxpool 3/2 · four stages
+  (64/128/256/512 wide; basic blocks [2,2,2,2] or bottlenecks [3,4,6,3] with expansion 4) · global average pool ·
+  fc. Shortcuts that change shape are 1x1 (strided) ``downsample`` convs. ResNet-18: 1,814,073,344 MACs.
+  ResNet-50 ``variant="v1.5"`` (default, torchvision): the stride of a stage's first bottleneck sits on its 3x3
+  conv; 4,089,184,256 MACs (convolutions 4,087,136,256 + fc 2,048,000). ``variant="v1"`` (He et al. 2016 / Caffe):
+  the stride sits on the first 1x1 conv (and the projection shortcut), so the 3x3 runs on the reduced map;
+  3,857,973,248 MACs (convolutions 3,855,925,248 + fc). Both have the same weights (25,557,032 parameters with
+  BN scale/shift and the fc bias, as torchvision counts). SMAUG's "Resnet" is ResNet-50 on a 225x225 input:
+  ``image_size=225``.
 
 ``mobilenet-v2`` — Sandler et al.'s MobileNet-V2 (torchvision layout): conv 3x3/2 32 · 17 inverted residual blocks
   (t,c,n,s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1) (6,160,3,2) (6,320,1,1), each a 1x1 expansion
@@ -42,6 +46,14 @@ ReLU fused), pooling and concatenation are separate operators. MACs at batch 1 w
   (out, kernel, stride, expansion, repeats) = (24,3,2,3,3) (40,5,2,3,3) (80,5,2,6,3) (96,3,1,6,2) (192,5,2,6,4)
   (320,3,1,6,1) · conv 1x1 1280 · global average pool · fc 1000. 314,415,872 MACs (convolutions 313,135,872 +
   fc 1,280,000; torchvision quotes 0.31 GFLOPS, i.e. multiply-adds).
+
+``squeezenet`` — Iandola et al.'s SqueezeNet as in torchvision, no padding on conv1, 3x3/2 max-pools with ceil-mode
+  rounding. A fire module is ``squeeze`` 1x1 → ``expand1x1`` 1x1 and ``expand3x3`` 3x3 (pad 1), concatenated;
+  fire2–fire9 have (squeeze, expand) = (16, 64) x2 · (32, 128) x2 · (48, 192) x2 · (64, 256) x2 · conv10 1x1 to
+  the classes (ReLU) · global average pool. ``variant="1.1"`` (default): conv1 3x3/2 64, max-pools after conv1,
+  fire3 and fire5; 349,151,936 MACs (torchvision: 0.35 GFLOPS). ``variant="1.0"``: conv1 7x7/2 96, max-pools
+  after conv1, fire4 and fire8; 818,924,576 MACs (0.82 GFLOPS). torchvision counts 1,235,496 (1.1) and 1,248,424
+  (1.0) parameters; the workload holds their kernel weights only (1,231,552 and 1,244,448), biases not modelled.
 """
 
 from __future__ import annotations
@@ -110,9 +122,16 @@ def vgg16(*, batch: int = 1, dtype_bytes: int = 2, num_classes: int = 1000) -> W
 
 
 # ------------------------------------------------------------------------------------------------------- ResNets
+RESNET50_VARIANTS = ("v1.5", "v1")
+
+
 def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtype_bytes: int, image_size: int,
-            num_classes: int) -> Workload:
-    b = new_builder(name, batch=batch, dtype_bytes=dtype_bytes, image_size=image_size, num_classes=num_classes)
+            num_classes: int, variant: str | None = None) -> Workload:
+    """``variant`` (bottleneck ResNets only) is "v1.5" (stride on the 3x3) or "v1" (stride on the first 1x1)."""
+    params: dict[str, object] = {"batch": batch, "dtype_bytes": dtype_bytes}
+    if variant is not None:
+        params["variant"] = variant
+    b = new_builder(name, **params, image_size=image_size, num_classes=num_classes)
     x = b.input("input", (batch, 3, image_size, image_size))
     x = b.conv2d(x, 64, 7, stride=2, padding=3, activation="relu", name="conv1")
     x = b.pool(x, "max", 3, stride=2, padding=1, name="maxpool")
@@ -120,9 +139,12 @@ def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtyp
     for stage, (width, n) in enumerate(zip((64, 128, 256, 512), blocks, strict=True), start=1):
         for i in range(n):
             stride = 2 if stage > 1 and i == 0 else 1
-            # v1.5: the stride sits on the 3x3 convolution of a bottleneck
-            convs = ([(width, 1, 1), (width, 3, stride), (4 * width, 1, 1)] if bottleneck
-                     else [(width, 3, stride), (width, 3, 1)])
+            if not bottleneck:
+                convs = [(width, 3, stride), (width, 3, 1)]
+            elif variant == "v1":  # He et al. / Caffe: the stride sits on the first 1x1 convolution
+                convs = [(width, 1, stride), (width, 3, 1), (4 * width, 1, 1)]
+            else:  # v1.5: the stride sits on the 3x3 convolution of a bottleneck
+                convs = [(width, 1, 1), (width, 3, stride), (4 * width, 1, 1)]
             x = residual_block(b, x, in_ch, convs, f"layer{stage}.{i}")
             in_ch = convs[-1][0]
     return b.build(outputs=[_classifier_head(b, x, num_classes)])
@@ -133,9 +155,12 @@ def resnet18(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num
     return _resnet("resnet18", False, (2, 2, 2, 2), batch, dtype_bytes, image_size, num_classes)
 
 
-@ZOO.register("resnet50", "ResNet-50 v1.5 (bottlenecks [3,4,6,3], stride on the 3x3) on 224x224, BN folded")
-def resnet50(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_classes: int = 1000) -> Workload:
-    return _resnet("resnet50", True, (3, 4, 6, 3), batch, dtype_bytes, image_size, num_classes)
+@ZOO.register("resnet50", "ResNet-50 (bottlenecks [3,4,6,3]) on 224x224, BN folded: v1.5 (stride on the 3x3, "
+                          "default) or v1 (stride on the first 1x1)")
+def resnet50(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "v1.5", image_size: int = 224,
+             num_classes: int = 1000) -> Workload:
+    check_choice("variant", variant, RESNET50_VARIANTS)
+    return _resnet("resnet50", True, (3, 4, 6, 3), batch, dtype_bytes, image_size, num_classes, variant)
 
 
 # ------------------------------------------------------------------------------------------------------- MobileNet-V2
@@ -245,3 +270,64 @@ def mnasnet(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_
                                    f"stack{s}.{i}")
     x = b.conv2d(x, 1280, 1, activation="relu", name="head.conv")
     return b.build(outputs=[_classifier_head(b, x, num_classes)])
+
+
+# ------------------------------------------------------------------------------------------------------- SqueezeNet
+# name, (squeeze, expand 1x1, expand 3x3); a 3x3/2 ceil-mode max-pool follows conv1 and the fires listed per variant
+_FIRES: tuple[tuple[str, tuple[int, int, int]], ...] = (
+    ("fire2", (16, 64, 64)),
+    ("fire3", (16, 64, 64)),
+    ("fire4", (32, 128, 128)),
+    ("fire5", (32, 128, 128)),
+    ("fire6", (48, 192, 192)),
+    ("fire7", (48, 192, 192)),
+    ("fire8", (64, 256, 256)),
+    ("fire9", (64, 256, 256)),
+)
+# variant: (conv1 filters, conv1 kernel, fire modules followed by a max-pool)
+_SQUEEZENET_VARIANTS: dict[str, tuple[int, int, tuple[str, ...]]] = {
+    "1.1": (64, 3, ("fire3", "fire5")),
+    "1.0": (96, 7, ("fire4", "fire8")),
+}
+
+
+def _ceil_max_pool(b: NetworkBuilder, x: str, kernel: int, stride: int, name: str) -> str:
+    """A max-pool with PyTorch's ceil-mode rounding: extra bottom/right padding so a partial last window counts
+    (but never a window that starts in the padding)."""
+
+    def extra(size: int) -> int:
+        out = -(-(size - kernel) // stride) + 1
+        if (out - 1) * stride >= size:
+            out -= 1
+        return max(0, (out - 1) * stride + kernel - size)
+
+    _, _, h, w = b.shape(x)
+    return b.pool(x, "max", kernel, stride=stride, padding=(0, 0, extra(h), extra(w)), name=name)
+
+
+def _fire(b: NetworkBuilder, x: str, name: str, cfg: tuple[int, int, int]) -> str:
+    squeeze, e1, e3 = cfg
+    s = b.conv2d(x, squeeze, 1, activation="relu", name=f"{name}.squeeze")
+    y1 = b.conv2d(s, e1, 1, activation="relu", name=f"{name}.expand1x1")
+    y3 = b.conv2d(s, e3, 3, padding=1, activation="relu", name=f"{name}.expand3x3")
+    return b.concat([y1, y3], axis=1, name=f"{name}.concat")
+
+
+@ZOO.register("squeezenet", "SqueezeNet 1.1 (default) or 1.0 on 224x224: fire modules (squeeze 1x1, expand 1x1 + "
+                            "3x3, concat), conv10 to the classes, global average pool")
+def squeezenet(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "1.1", image_size: int = 224,
+               num_classes: int = 1000) -> Workload:
+    check_choice("variant", variant, tuple(_SQUEEZENET_VARIANTS))
+    b = new_builder("squeezenet", batch=batch, dtype_bytes=dtype_bytes, variant=variant, image_size=image_size,
+                    num_classes=num_classes)
+    conv1_ch, conv1_kernel, pool_after = _SQUEEZENET_VARIANTS[variant]
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, conv1_ch, conv1_kernel, stride=2, activation="relu", name="conv1")
+    x = _ceil_max_pool(b, x, 3, 2, name="maxpool1")
+    for name, cfg in _FIRES:
+        x = _fire(b, x, name, cfg)
+        if name in pool_after:
+            x = _ceil_max_pool(b, x, 3, 2, name=f"maxpool{name.removeprefix('fire')}")
+    x = b.conv2d(x, num_classes, 1, activation="relu", name="conv10")
+    x = b.global_pool(x, "avg", name="avgpool")
+    return b.build(outputs=[b.flatten(x, name="flatten")])
