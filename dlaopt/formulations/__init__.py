@@ -12,6 +12,7 @@ from typing import Any
 from dlaopt.errors import InputError
 from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.pinning import options as pinning_options
+from dlaopt.formulations.systolic import options as systolic_options
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,14 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {
         options_schema=mapping_options.OPTIONS_SCHEMA,
         default_options=mapping_options.DEFAULT_OPTIONS,
         implementation="dlaopt.formulations.mapping.problem:MappingProblem",
+    ),
+    "systolic": ProblemSpec(
+        name="systolic",
+        title="Layer-specific scheduling and hardware co-design of a systolic array (DeepOpt)",
+        objectives=systolic_options.OBJECTIVES,
+        options_schema=systolic_options.OPTIONS_SCHEMA,
+        default_options=systolic_options.DEFAULT_OPTIONS,
+        implementation="dlaopt.formulations.systolic.problem:SystolicProblem",
     ),
 }
 

@@ -226,3 +226,41 @@ def tpu(
         params={"array": array, "unified_buffer_mib": unified_buffer_mib, "accumulator_mib": accumulator_mib,
                 "weight_fifo_kib": weight_fifo_kib, "dram_gb_per_s": dram_gb_per_s, "clock_mhz": clock_mhz},
     )
+
+
+@PRESETS.register("deepopt", "DeepOpt (seed 003) systolic array: J x K PEs, separate filter, ifmap and psum SRAMs")
+def deepopt(
+    *,
+    rows: int = 32,
+    cols: int = 64,
+    filter_kb: int = 16,
+    ifmap_kb: int = 32,
+    psum_kb: int = 8,
+    filter_bits: int = 8,
+    ifmap_bits: int = 8,
+    psum_bits: int = 32,
+    dram_bits_per_cycle: int = 128,
+    clock_mhz: float = 200.0,
+) -> Accelerator:
+    """Defaults: the configuration of seed 003's Table 3 (b_i = b_f = 8, b_p = 32, 32×64, 16/32/8 kB, DRAM
+    128 bit/cycle). Each SRAM serves one operand (filters W, ifmaps I, partial sums O); the ofmap is ``ifmap_bits``
+    wide. Energies live in the systolic problem's technology model, not here."""
+    if min(rows, cols, filter_kb, ifmap_kb, psum_kb, filter_bits, ifmap_bits, psum_bits, dram_bits_per_cycle) <= 0:
+        raise ValueError("every size and bit width must be positive")
+    dram = _dram(dram_bits_per_cycle / 8)
+
+    def sram(name: str, kb: int, operand: str) -> Memory:
+        return Memory(name, MemoryKind.BUFFER, kb * KiB, operands=frozenset({operand}))
+
+    return Accelerator(
+        name="deepopt",
+        pe_array=PEArray((("rows", rows), ("cols", cols))),
+        memories=(dram, sram("filter_sram", filter_kb, "W"), sram("ifmap_sram", ifmap_kb, "I"),
+                  sram("psum_sram", psum_kb, "O")),
+        dma=DMA(dram_bits_per_cycle / 8),
+        clock_hz=clock_mhz * 1e6,
+        description="seed 003 (DeepOpt) systolic accelerator",
+        params={"rows": rows, "cols": cols, "filter_kb": filter_kb, "ifmap_kb": ifmap_kb, "psum_kb": psum_kb,
+                "filter_bits": filter_bits, "ifmap_bits": ifmap_bits, "psum_bits": psum_bits,
+                "dram_bits_per_cycle": dram_bits_per_cycle, "clock_mhz": clock_mhz},
+    )

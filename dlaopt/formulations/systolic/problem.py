@@ -1,0 +1,321 @@
+"""Layer-specific scheduling on a systolic array, and hardware co-design (seed 003, DeepOpt).
+
+A solution is a hardware point (``J``, ``K`` and the three SRAM sizes) and a schedule for every conv / FC layer.
+Without ``codesign`` the hardware is the instance's; with it, any point of the design space. The evaluator recomputes
+every layer's energy and delay from the layer shapes with the cost model (:mod:`.network` over the schedule modules)
+and checks the point, the schedules and the schedule limit; no solver model is involved.
+
+Methods: ``los`` (each layer's best schedule on the instance's hardware — the seed's LOS), ``fixed-<schedule>``
+(every layer one schedule: the seed's FS), ``exhaustive`` (every design point, vectorised) and ``exact`` (the MILP
+of :mod:`.codesign` for the per-layer-sum figures; the weighted-sum sweep for ``network_ed``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dlaopt.errors import InputError
+from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
+from dlaopt.formulations.systolic import codesign
+from dlaopt.formulations.systolic import options as opts
+from dlaopt.formulations.systolic.layers import SystolicLayer, network_layers
+from dlaopt.formulations.systolic.network import FIGURES, CostTable, cost_table, layer_energy_delay
+from dlaopt.formulations.systolic.technology import DesignPoints, DesignSpace, Technology
+from dlaopt.hardware.model import Accelerator, MemoryKind
+from dlaopt.solvers.result import SolveOptions, Status
+
+if TYPE_CHECKING:
+    from dlaopt.io.instance import Instance
+
+HW_KEYS = ("J", "K", "f_kb", "i_kb", "p_kb")
+
+
+@dataclass(frozen=True)
+class Bits:
+    b_f: int
+    b_i: int
+    b_p: int
+    b_o: int
+    dram_bw: int
+
+
+@dataclass
+class SystolicData:
+    layers: list[SystolicLayer]
+    schedules: tuple[str, ...]  # allowed
+    objective: str
+    options: dict[str, Any]
+    base: DesignPoints  # the instance's hardware (one point)
+    bits: Bits
+    space: DesignSpace | None  # set when co-designing
+    tech: Technology
+    source: str | None = None
+
+    def points(self) -> DesignPoints:
+        return self.space.points(self.tech) if self.space is not None else self.base
+
+    def table(self, points: DesignPoints) -> CostTable:
+        hw = points.hardware(b_f=self.bits.b_f, b_i=self.bits.b_i, b_p=self.bits.b_p, b_o=self.bits.b_o,
+                             dram_bw=self.bits.dram_bw, dram_block=128)
+        return cost_table(self.layers, hw, self.tech, schedules=self.schedules,
+                          reference_fc_compute=bool(self.options["reference_fc_compute"]))
+
+
+@dataclass
+class SystolicSolution:
+    hardware: dict[str, int]  # J, K, f_kb, i_kb, p_kb
+    schedules: dict[str, str]  # layer name -> schedule
+
+
+def hardware_of(acc: Accelerator, source: str | None = None) -> tuple[DesignPoints, Bits]:
+    """The systolic hardware an accelerator describes: a two-axis PE array, one buffer per operand (W, I, O) and a
+    DRAM; bit widths from ``params`` (``filter_bits``, ``ifmap_bits``, ``psum_bits``; defaults 8, 8, 32)."""
+    if len(acc.pe_array.axes) != 2:
+        raise InputError("a systolic array needs a two-axis PE array (rows, cols)", file=source,
+                         path=("hardware", "pe_array", "axes"), got=[list(a) for a in acc.pe_array.axes])
+    J, K = (s for _, s in acc.pe_array.axes)
+    kb: dict[str, float] = {}
+    for op, key in (("W", "f_kb"), ("I", "i_kb"), ("O", "p_kb")):
+        mem = [m for m in acc.memories if m.kind != MemoryKind.DRAM and m.operands == frozenset({op})]
+        if len(mem) != 1 or mem[0].capacity_bytes is None:
+            raise InputError(f"a systolic accelerator needs exactly one on-chip memory with operands [{op}]",
+                             file=source, path=("hardware", "memories"),
+                             expected="filter (W), ifmap (I) and psum (O) SRAMs, e.g. preset 'deepopt'")
+        kb[key] = mem[0].capacity_bytes / 1024
+    dram = [m for m in acc.memories if m.kind == MemoryKind.DRAM]
+    bw = dram[0].bandwidth_bytes_per_cycle * 8 if dram else 128
+    p = acc.params
+    bits = Bits(int(p.get("filter_bits", 8)), int(p.get("ifmap_bits", 8)), int(p.get("psum_bits", 32)),
+                int(p.get("ifmap_bits", 8)), int(bw))
+    if not np.isfinite(bw) or bw <= 0:
+        raise InputError("the DRAM needs a finite bandwidth", file=source, path=("hardware", "memories"))
+    return DesignPoints.single(J, K, kb["f_kb"], kb["i_kb"], kb["p_kb"]), bits
+
+
+class SystolicProblem(Problem[SystolicData, SystolicSolution]):
+    name = "systolic"
+    title = "Layer-specific scheduling and hardware co-design of a systolic array (DeepOpt)"
+    objectives = opts.OBJECTIVES
+    options_schema = opts.OPTIONS_SCHEMA
+    methods = (
+        Method("los", "heuristic", "Each layer's best schedule on the instance's hardware (seed 003 LOS)"),
+        *(Method(f"fixed-{s.lower()}", "heuristic", f"Every layer scheduled {s} (seed 003 FS)")
+          for s in opts.SCHEDULE_NAMES),
+        Method("exact", "exact", "MILP over design points x schedules (weighted-sum sweep for network_ed)", "highs"),
+        Method("exhaustive", "exact", "Every design point evaluated, vectorised (the seed's sweep)"),
+    )
+
+    # ------------------------------------------------------------------------------------------------ data
+    def prepare(self, instance: Instance) -> SystolicData:
+        options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
+        layers = network_layers(instance.workload, fc_batch=int(options["fc_batch"]))
+        base, bits = hardware_of(instance.hardware, instance.source)
+        tech = Technology()
+        space = None
+        if options["codesign"]:
+            space = DesignSpace(**dict(options["design_space"]), b_f=bits.b_f, b_i=bits.b_i, b_p=bits.b_p)
+        else:
+            for key in ("f_kb", "i_kb", "p_kb"):
+                size = float(getattr(base, key)[0])
+                if size not in tech.sram_pj_per_bit:
+                    raise InputError(f"no SRAM energy for a {size:g} kB SRAM", file=instance.source,
+                                     path=("hardware",), expected="SRAM sizes of " +
+                                     ", ".join(str(s) for s in sorted(tech.sram_pj_per_bit)) + " kB")
+        scheds = tuple(s for s in opts.SCHEDULE_NAMES if s in options["schedules"])
+        return SystolicData(layers, scheds, instance.objective, options, base, bits, space, tech, instance.source)
+
+    def infeasibility_reason(self, data: SystolicData) -> str | None:
+        if data.space is not None:
+            return None
+        table = data.table(data.base)
+        fig = table.figure(_figure(data.objective))
+        for li, layer in enumerate(data.layers):
+            if not np.isfinite(fig[li, :, 0]).any():
+                return (f"layer {layer.name} cannot run on this hardware with any allowed schedule (an SRAM is "
+                        "below the schedule's minimum: fSRAM >= R·S·C_uv·F_uv·b_f, iSRAM >= W·R·C_uv·b_i)")
+        return None
+
+    def describe(self, data: SystolicData) -> dict[str, Any]:
+        return {"layers": len(data.layers), "macs": sum(la.macs for la in data.layers), "objective": data.objective,
+                "schedules": list(data.schedules), "codesign": data.space is not None,
+                "hardware": data.base.point(0)}
+
+    # ------------------------------------------------------------------------------------------------ methods
+    def _solution(self, data: SystolicData, points: DesignPoints, h: int, choice: np.ndarray) -> SystolicSolution:
+        hw = {k: int(v) for k, v in data_point(points, h).items()}
+        return SystolicSolution(hw, {la.name: data.schedules[int(c)] for la, c in zip(data.layers, choice,
+                                                                                       strict=True)})
+
+    def run_heuristic(self, method: str, data: SystolicData, options: SolveOptions) -> SystolicSolution:
+        table = data.table(data.base)
+        fom = _figure(data.objective)
+        if method == "los":
+            if data.objective == codesign.NETWORK_ED:
+                ans = codesign.network_ed(table, data.base.area_mm2)
+                if ans.status != Status.OPTIMAL:
+                    raise HeuristicFailure("no schedule choice has a finite delay on this hardware")
+                return self._solution(data, data.base, 0, ans.choice)
+            value, choice = codesign.restricted_los(table.figure(fom), data.options["max_schedules"])
+            if not np.isfinite(value[0]):
+                raise HeuristicFailure("some layer has no allowed schedule that can run on this hardware")
+            return self._solution(data, data.base, 0, choice[:, 0])
+        name = next((s for s in data.schedules if f"fixed-{s.lower()}" == method), None)
+        if name is None:
+            raise HeuristicFailure(f"schedule of '{method}' is not among the allowed schedules")
+        si = data.schedules.index(name)
+        if not np.isfinite(table.figure(fom)[:, si, 0]).all():
+            raise HeuristicFailure(f"some layer cannot run {name} on this hardware")
+        return self._solution(data, data.base, 0, np.full(len(data.layers), si))
+
+    def build_milp(self, data: SystolicData) -> MilpFormulation[SystolicSolution]:
+        raise NotImplementedError("the systolic problem uses its own exact driver (solve_exact)")
+
+    def solve_exact(self, data: SystolicData, method: str, *, solver: str | None,
+                    options: SolveOptions) -> ExactOutcome[SystolicSolution] | None:
+        t0 = time.perf_counter()
+        if solver not in (None, "highs"):
+            raise InputError(f"the systolic models run on HiGHS, not '{solver}'", path=("solver",),
+                             expected="highs")
+        points = data.points()
+        table = data.table(points)
+        table_s = time.perf_counter() - t0
+        k = data.options["max_schedules"]
+        if data.objective == codesign.NETWORK_ED:
+            if k is not None and k < len(data.schedules):
+                best: codesign.CodesignAnswer | None = None
+                for subset in codesign.schedule_subsets(len(data.schedules), k):
+                    a = codesign.network_ed(table, points.area_mm2, allowed=subset)
+                    if best is None or a.value < best.value:
+                        best = a
+                assert best is not None
+                ans = best
+            else:
+                ans = codesign.network_ed(table, points.area_mm2)
+        elif method == "exhaustive":
+            ans = codesign.exhaustive(table, _figure(data.objective), points.area_mm2, max_schedules=k)
+        else:
+            ans = codesign.milp(table, _figure(data.objective), points.area_mm2, max_schedules=k, options=options)
+        metrics = {"design_points": len(points), "table_s": table_s, **{f"model_{a}": b for a, b in ans.stats.items()
+                                                                         if isinstance(b, int | float)}}
+        if ans.status == Status.INFEASIBLE or not np.isfinite(ans.value):
+            return ExactOutcome(None, Status.INFEASIBLE, None, ans.method,
+                                message="no design point runs every layer with an allowed schedule",
+                                metrics=metrics, solve_time_s=time.perf_counter() - t0)
+        sol = self._solution(data, points, ans.point, ans.choice)
+        from dlaopt.solvers.highs_backend import HIGHS_VERSION
+
+        return ExactOutcome(sol, ans.status, ans.bound, "highs" if ans.method == "milp" else ans.method,
+                            HIGHS_VERSION if ans.method == "milp" else "", model_objective=ans.value,
+                            objective_tolerance=1e-9, metrics=metrics, solve_time_s=time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------------------------------------ evaluation
+    def evaluate(self, data: SystolicData, solution: SystolicSolution) -> Evaluation:
+        violations: list[str] = []
+        hw = solution.hardware
+        point = DesignPoints.single(hw["J"], hw["K"], hw["f_kb"], hw["i_kb"], hw["p_kb"], data.tech)
+        if data.space is None:
+            if data_point(data.base, 0) != {k: float(v) for k, v in hw.items()}:
+                violations.append(f"hardware {hw} is not the instance's {data_point(data.base, 0)}")
+        else:
+            violations.extend(_design_space_violations(data.space, data.tech, hw, data.bits))
+        if violations:
+            return Evaluation(False, None, violations)
+        used = set()
+        energy, delay, per_layer = [], [], []
+        b = data.bits
+        arrays = point.hardware(b_f=b.b_f, b_i=b.b_i, b_p=b.b_p, b_o=b.b_o, dram_bw=b.dram_bw, dram_block=128)
+        for layer in data.layers:
+            s = solution.schedules.get(layer.name)
+            if s is None:
+                violations.append(f"layer {layer.name}: no schedule")
+                continue
+            if s not in data.schedules:
+                violations.append(f"layer {layer.name}: schedule {s} is not allowed")
+                continue
+            used.add(s)
+            ed = layer_energy_delay(layer, s, arrays, data.tech,
+                                    reference_fc_compute=bool(data.options["reference_fc_compute"]))
+            e, d = float(ed.energy.ravel()[0]), float(ed.delay.ravel()[0])
+            if not np.isfinite(e):
+                violations.append(f"layer {layer.name}: {s} cannot run on this hardware (an SRAM is too small)")
+            energy.append(e)
+            delay.append(d)
+            per_layer.append({"layer": layer.name, "schedule": s, "energy_j": e, "delay_cycles": d})
+        k = data.options["max_schedules"]
+        if k is not None and len(used) > k:
+            violations.append(f"{len(used)} distinct schedules used, at most {k} allowed")
+        if violations:
+            return Evaluation(False, None, violations)
+        E, D = np.array(energy), np.array(delay)
+        if data.objective == codesign.NETWORK_ED:
+            objective = float(E.sum() * D.sum())
+        else:
+            a, bb = FIGURES[data.objective]
+            with np.errstate(invalid="ignore"):
+                objective = float(np.sum(E ** a * D ** bb))
+        if not np.isfinite(objective):
+            return Evaluation(False, None, ["a layer's delay is unbounded with its schedule (ZiXYZo without room "
+                                            "for R·S·C·F_uv filter data)"])
+        metrics = {"energy_j": float(E.sum()), "delay_cycles": float(D.sum()),
+                   "sum_layer_ed": float(np.sum(E * D)), "network_ed": float(E.sum() * D.sum()),
+                   "area_mm2": float(point.area_mm2[0]), "schedules_used": sorted(used), "layers": per_layer}
+        return Evaluation(True, objective, [], metrics)
+
+    def solution_to_dict(self, data: SystolicData, solution: SystolicSolution) -> dict[str, Any]:
+        return {"hardware": dict(solution.hardware), "schedules": dict(solution.schedules)}
+
+    def solution_from_dict(self, data: SystolicData, doc: Mapping[str, Any]) -> SystolicSolution:
+        hw = doc.get("hardware")
+        if not isinstance(hw, Mapping) or any(not isinstance(hw.get(k), int) for k in HW_KEYS):
+            raise InputError("a systolic solution needs 'hardware' with integer " + ", ".join(HW_KEYS),
+                             path=("solution", "hardware"), expected="{J: 32, K: 64, f_kb: 16, i_kb: 32, p_kb: 8}")
+        sch = doc.get("schedules")
+        if not isinstance(sch, Mapping) or not all(isinstance(v, str) for v in sch.values()):
+            raise InputError("a systolic solution needs 'schedules': {layer name: schedule}",
+                             path=("solution", "schedules"), expected="e.g. {conv1: XYZiZo}")
+        names = {la.name for la in data.layers}
+        for n, s in sch.items():
+            if n not in names:
+                raise InputError(f"no layer named '{n}' in this instance", path=("solution", "schedules", n),
+                                 expected="the names of the workload's conv / FC layers")
+            if s not in opts.SCHEDULE_NAMES:
+                raise InputError(f"unknown schedule '{s}'", path=("solution", "schedules", n),
+                                 expected="one of " + ", ".join(opts.SCHEDULE_NAMES))
+        return SystolicSolution({k: int(hw[k]) for k in HW_KEYS}, dict(sch))
+
+
+def data_point(points: DesignPoints, h: int) -> dict[str, float]:
+    return {"J": float(points.J[h]), "K": float(points.K[h]), "f_kb": float(points.f_kb[h]),
+            "i_kb": float(points.i_kb[h]), "p_kb": float(points.p_kb[h])}
+
+
+def _figure(objective: str) -> str:
+    return "ed" if objective == codesign.NETWORK_ED else objective
+
+
+def _design_space_violations(space: DesignSpace, tech: Technology, hw: Mapping[str, int], bits: Bits) -> list[str]:
+    """Membership in the §4.2 grid, checked from its definition (not by searching the enumerated grid)."""
+    out = []
+    rows, cols = hw["J"], hw["K"]
+    step = space.pe_step
+    if min(rows, cols) < space.min_pe or (rows - space.min_pe) % step or (cols - space.min_pe) % step:
+        out.append(f"J={rows}, K={cols}: PE rows and columns must be {space.min_pe} + a multiple of {step}")
+    if min(rows, cols) < space.aspect_min * max(rows, cols):
+        out.append(f"J={rows}, K={cols}: min(J, K) must be at least {space.aspect_min}·max(J, K)")
+    for key in ("f_kb", "i_kb", "p_kb"):
+        v = hw[key]
+        if v < space.min_sram_kb or v & (v - 1) or v not in tech.sram_pj_per_bit:
+            out.append(f"{key}={v}: SRAM sizes are powers of two from {space.min_sram_kb} kB with an energy figure")
+    area = float(tech.area_um2(np.array(rows), np.array(cols), np.array(hw["f_kb"]), np.array(hw["i_kb"]),
+                               np.array(hw["p_kb"]))) / 1e6
+    if area > space.area_budget_mm2:
+        out.append(f"area {area:.4f} mm² exceeds the budget of {space.area_budget_mm2} mm²")
+    if (hw["f_kb"] * 8192 < rows * cols * bits.b_f or hw["i_kb"] * 8192 < rows * bits.b_i
+            or hw["p_kb"] * 8192 < cols * bits.b_p):
+        out.append("an SRAM is smaller than what the PE array's registers hold (J·K·b_f, J·b_i or K·b_p bits)")
+    return out
