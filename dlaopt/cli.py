@@ -775,6 +775,8 @@ EXPERIMENTS: dict[str, str] = {
     "pinning-benchmark": "dlaopt.experiments.commands:pinning_benchmark",
     "mapping-benchmark": "dlaopt.experiments.commands:mapping_benchmark",
     "zigzag-compare": "dlaopt.experiments.commands:zigzag_compare",
+    "deepopt-reproduce": "dlaopt.experiments.commands:deepopt_reproduce",
+    "deepopt-benchmark": "dlaopt.experiments.commands:deepopt_benchmark",
 }
 
 
