@@ -168,8 +168,13 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         if name is None:
             raise HeuristicFailure(f"schedule of '{method}' is not among the allowed schedules")
         si = data.schedules.index(name)
-        if not np.isfinite(table.figure(fom)[:, si, 0]).all():
-            raise HeuristicFailure(f"some layer cannot run {name} on this hardware")
+        bad = np.flatnonzero(~np.isfinite(table.figure(fom)[:, si, 0]))
+        if bad.size:
+            layer = data.layers[int(bad[0])].name
+            if np.isfinite(table.energy[bad[0], si, 0]):
+                raise HeuristicFailure(f"{name} has an unbounded delay on layer {layer}: the filter SRAM cannot hold "
+                                       "R·S·C·F_uv filter data (seed 003 Table 3, footnote 1)")
+            raise HeuristicFailure(f"layer {layer} cannot run {name} on this hardware (an SRAM is below its minimum)")
         return self._solution(data, data.base, 0, np.full(len(data.layers), si))
 
     def build_milp(self, data: SystolicData) -> MilpFormulation[SystolicSolution]:
@@ -261,7 +266,8 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         if not np.isfinite(objective):
             return Evaluation(False, None, ["a layer's delay is unbounded with its schedule (ZiXYZo without room "
                                             "for R·S·C·F_uv filter data)"])
-        metrics = {"energy_j": float(E.sum()), "delay_cycles": float(D.sum()),
+        metrics = {"hardware": "J={J} K={K} filter={f_kb} kB ifmap={i_kb} kB psum={p_kb} kB".format(**hw),
+                   "energy_j": float(E.sum()), "delay_cycles": float(D.sum()),
                    "sum_layer_ed": float(np.sum(E * D)), "network_ed": float(E.sum() * D.sum()),
                    "area_mm2": float(point.area_mm2[0]), "schedules_used": sorted(used), "layers": per_layer}
         return Evaluation(True, objective, [], metrics)
