@@ -98,3 +98,22 @@ def test_everything_infeasible_is_a_status() -> None:
     assert codesign.exhaustive(table, "ed", area).status == Status.INFEASIBLE
     assert codesign.milp(table, "ed", area).status == Status.INFEASIBLE
     assert codesign.network_ed(table, area).status == Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_milp_area_budget_row(seed: int) -> None:
+    """With a budget below the unconstrained optimum's area, the MILP finds the best point within the budget."""
+    table, area = random_table(seed, points=12)
+    area = np.linspace(1.0, 2.0, 12)
+    free = codesign.exhaustive(table, "ed", area)
+    budget = area[free.point] - 0.01
+    if budget < area.min():
+        return
+    keep = area <= budget
+    sub = CostTable(table.layers, table.schedules, table.energy[:, :, keep], table.delay[:, :, keep])
+    truth = brute_separable(sub, "ed", area[keep], 2)
+    for top in (1, 12):  # incumbent from the single best point, or from every point (some over the budget)
+        ans = codesign.milp(table, "ed", area, max_schedules=2, area_budget=budget, incumbent_points=top,
+                            options=SolveOptions(deterministic=True, threads=1))
+        assert area[ans.point] <= budget
+        assert ans.value == pytest.approx(truth, rel=1e-9)

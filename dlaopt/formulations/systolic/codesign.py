@@ -9,15 +9,14 @@ design points ``H'`` that can still win, with ``y_{l,s,h}`` the share of layer `
 point ``h``::
 
     min  Σ_{l,s,h} f[l,s,h]·y_{l,s,h}
-    s.t. Σ_{h∈H'} z_h = 1                                     (one design point)
+    s.t. Σ_{h∈H'} z_h = 1,   Σ_h area_h·z_h ≤ budget              (one design point, within the area budget)
          Σ_s y_{l,s,h} = z_h              for every l, h      (each layer runs once, on the chosen point)
-         Σ_h y_{l,s,h} ≤ u_s              for every l, s      (only supported schedules)
-         Σ_s u_s ≤ k
-         z, u binary;  y ≥ 0
+         x_{l,s} = Σ_h y_{l,s,h},  Σ_s x_{l,s} = 1            (one schedule per layer)
+         x_{l,s} ≤ u_s,  Σ_s u_s ≤ k                          (at most k supported schedules)
+         z, x, u binary;  y ≥ 0
 
-Once ``z`` and ``u`` are integral, each layer's ``y`` is a distribution over the supported schedules on the chosen
-point and an optimal one sits on the cheapest: ``y`` need not be integer, and the LP relaxation is the tight
-disaggregated one (on a single point it is LOS itself). ``H'`` keeps the points whose unrestricted LOS value (a lower
+``y`` disaggregates ``x_{l,s}·z_h`` (it is integral whenever ``x`` and ``z`` are), which makes the LP relaxation
+tight: on a single point it is LOS itself. ``H'`` keeps the points whose unrestricted LOS value (a lower
 bound of the restricted one) is below an incumbent found by trying every allowed schedule subset on the best few
 points; every other point provably cannot beat it. An infeasible ``(l, s, h)`` enters with a figure above the
 incumbent, so it is never chosen.
@@ -119,7 +118,8 @@ def exhaustive(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: i
 
 
 def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | None = None,
-         options: SolveOptions | None = None, incumbent_points: int = 64) -> CodesignAnswer:
+         options: SolveOptions | None = None, incumbent_points: int = 64,
+         area_budget: float | None = None) -> CodesignAnswer:
     """The MILP of the module docstring on the design points that can still win, solved by HiGHS."""
     from dlaopt.solvers.backends import solve_linear
 
@@ -127,12 +127,15 @@ def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | N
     fig = table.figure(fom)
     n_layers, n_sched, _ = fig.shape
     lower, _ = los(fig)  # unrestricted LOS: a lower bound per point
+    if area_budget is not None:
+        lower = np.where(area <= area_budget, lower, np.inf)  # over budget: never a candidate
     if not np.isfinite(lower).any():
         return CodesignAnswer(0, np.zeros(n_layers, dtype=int), float("inf"), float("inf"), Status.INFEASIBLE,
                               "milp", {"time_s": time.perf_counter() - t0})
     # incumbent: every allowed subset on the most promising points
     top = np.argsort(lower, kind="stable")[:incumbent_points]
     top_v, top_c = restricted_los(fig[:, :, top], max_schedules)
+    top_v = np.where(np.isfinite(lower[top]), top_v, np.inf)  # points over the budget
     j = best_index(top_v, area[top])
     inc_point, inc_value, inc_choice = int(top[j]), float(top_v[j]), top_c[:, j]
     cand = np.flatnonzero(lower <= inc_value * (1 + 1e-12))
@@ -156,11 +159,18 @@ def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | N
                np.concatenate([np.broadcast_to(lh[:, None, :], y.shape).ravel(), lh.ravel()]),
                np.concatenate([y.ravel(), np.tile(z, n_layers)]),
                np.concatenate([np.ones(y.size), -np.ones(lh.size)]), lower=0, upper=0)
-    ls = np.arange(n_layers * n_sched).reshape(n_layers, n_sched)  # rows "Σ_h y_{l,s,h} − u_s ≤ 0"
-    b.add_rows("supported", ls.size,
+    x = b.add_vars("x", n_layers * n_sched, upper=1, integer=True).reshape(n_layers, n_sched)
+    ls = np.arange(n_layers * n_sched).reshape(n_layers, n_sched)  # rows "Σ_h y_{l,s,h} − x_{l,s} = 0"
+    b.add_rows("schedule_share", ls.size,
                np.concatenate([np.broadcast_to(ls[:, :, None], y.shape).ravel(), ls.ravel()]),
-               np.concatenate([y.ravel(), np.tile(u, n_layers)]),
-               np.concatenate([np.ones(y.size), -np.ones(ls.size)]), upper=0)
+               np.concatenate([y.ravel(), x.ravel()]),
+               np.concatenate([np.ones(y.size), -np.ones(ls.size)]), lower=0, upper=0)
+    b.add_rows("one_schedule", n_layers, np.repeat(np.arange(n_layers), n_sched), x.ravel(), 1.0, lower=1, upper=1)
+    b.add_rows("supported", ls.size, np.concatenate([ls.ravel(), ls.ravel()]),  # x_{l,s} − u_s ≤ 0
+               np.concatenate([x.ravel(), np.tile(u, n_layers)]),
+               np.concatenate([np.ones(ls.size), -np.ones(ls.size)]), upper=0)
+    if area_budget is not None:
+        b.add_rows("area", 1, np.zeros(nH, dtype=np.int64), z, area[cand], upper=area_budget)
     k = n_sched if max_schedules is None else min(max_schedules, n_sched)
     b.add_rows("max_schedules", 1, np.zeros(n_sched, dtype=np.int64), u, 1.0, upper=k)
     model = b.build()
@@ -170,6 +180,7 @@ def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | N
     ws[z[hi]] = 1
     ws[u[np.unique(inc_choice)]] = 1
     ws[y[np.arange(n_layers), inc_choice, hi]] = 1
+    ws[x[np.arange(n_layers), inc_choice]] = 1
     opts = options or SolveOptions()
     opts = SolveOptions(time_limit=opts.time_limit, mip_rel_gap=min(opts.mip_rel_gap, 1e-7), threads=opts.threads,
                         seed=opts.seed, node_limit=opts.node_limit, deterministic=opts.deterministic,
@@ -179,7 +190,7 @@ def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | N
     if res.x is None:
         return CodesignAnswer(inc_point, inc_choice, inc_value, float(lower.min()), Status.FEASIBLE, "milp", stats)
     zi = int(np.argmax(res.x[z]))
-    choice = np.argmax(res.x[y][:, :, zi], axis=1)
+    choice = np.argmax(res.x[x], axis=1)
     h = int(cand[zi])
     value = float(fig[np.arange(n_layers), choice, h].sum())
     # the same value on a smaller point? (ties go to the smaller area, as in the sweep)

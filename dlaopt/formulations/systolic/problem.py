@@ -204,7 +204,9 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         elif method == "exhaustive":
             ans = codesign.exhaustive(table, _figure(data.objective), points.area_mm2, max_schedules=k)
         else:
-            ans = codesign.milp(table, _figure(data.objective), points.area_mm2, max_schedules=k, options=options)
+            budget = data.space.area_budget_mm2 if data.space is not None else None
+            ans = codesign.milp(table, _figure(data.objective), points.area_mm2, max_schedules=k, options=options,
+                                area_budget=budget)
         metrics = {"design_points": len(points), "table_s": table_s, **{f"model_{a}": b for a, b in ans.stats.items()
                                                                          if isinstance(b, int | float)}}
         if ans.status == Status.INFEASIBLE or not np.isfinite(ans.value):
