@@ -58,6 +58,7 @@ from rich.table import Table
 
 from dlaopt import __version__
 from dlaopt.errors import InputError
+from dlaopt.hardware.model import Accelerator, Platform
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
@@ -564,9 +565,61 @@ def verify(instance: str, solution: str, as_json: bool) -> None:
         raise click.exceptions.Exit(EXIT_REJECTED)
 
 
+# ------------------------------------------------------------------------------------------------ gantt
+@cli.command()
+@click.argument("instance", metavar="INSTANCE")
+@click.argument("solution", metavar="SOLUTION")
+@click.option("-o", "--output", "output", required=True, help="The SVG file to write.")
+def gantt(instance: str, solution: str, output: str) -> None:
+    """Draw a multi-accelerator schedule as SVG: a lane per sub-accelerator with its jobs (coloured by tenant) and
+    the system bandwidth each sub-accelerator is allocated over time, as the fluid evaluator simulates it."""
+    from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check
+    from dlaopt.formulations.multiaccel.gantt import gantt_svg
+    from dlaopt.io import load_solution_document
+
+    inst = _load(instance)
+    if inst.problem != "multiaccel":
+        raise InputError(f"a Gantt chart needs a multi-accelerator instance, this one is '{inst.problem}'",
+                         file=instance, path=("problem",), expected="multiaccel")
+    doc = load_solution_document(solution)
+    p = _prepare(inst)
+    if doc.get("problem") != "multiaccel":
+        raise InputError(f"the solution is for problem '{doc.get('problem')}'", file=solution, path=("problem",),
+                         expected="multiaccel")
+    try:
+        sol = p.problem.solution_from_dict(p.data, doc.get("solution") or {})
+    except InputError as exc:
+        raise exc.located(file=solution) from None
+    violations = check(p.data, sol)
+    if violations:
+        raise InputError(f"the schedule is not valid: {violations[0]}", file=solution, path=("solution",))
+    sim = FluidEvaluator(p.data).simulate(sol)
+    svg = gantt_svg(sim, p.data.table, p.data.system_bandwidth,
+                    title=f"{inst.name} — {doc.get('method', 'solution')}")
+    Path(output).write_text(svg, encoding="utf-8")
+    click.echo(f"{output}: {p.data.table.n_jobs} jobs on {p.data.table.n_accelerators} sub-accelerators, makespan "
+               f"{_fmt(sim.makespan * 1e3)} ms", err=True)
+
+
 # ------------------------------------------------------------------------------------------------ show
-def _hardware_dict(inst: Instance) -> dict[str, Any]:
-    acc = inst.hardware
+def _workload_dict(inst: Instance) -> dict[str, Any]:
+    from dlaopt.workload.jobs import InlineJobs, TaskGroup
+
+    w = inst.workload
+    if isinstance(w, TaskGroup):
+        return {"task": w.task, "group_size": w.group_size, "seed": w.seed, "batch": w.batch or "network default"}
+    if isinstance(w, InlineJobs):
+        return {"jobs": len(w.jobs), "tenants": len({j.tenant for j in w.jobs}), "ops": sum(j.ops for j in w.jobs)}
+    return w.summary()
+
+
+def _platform_dict(inst: Instance) -> dict[str, Any]:
+    plat = inst.platform
+    return {"name": plat.name, "system_bandwidth_gbps": plat.system_bandwidth_bytes_per_s / 1e9,
+            "accelerators": [_hardware_dict(a) for a in plat.accelerators]}
+
+
+def _hardware_dict(acc: Accelerator) -> dict[str, Any]:
     return {
         "name": acc.name,
         "description": acc.description,
@@ -602,8 +655,9 @@ def show(instance: str, as_json: bool) -> None:
         "name": inst.name,
         "objective": inst.objective,
         "options": dict(inst.options),
-        "workload": inst.workload.summary(),
-        "hardware": _hardware_dict(inst),
+        "workload": _workload_dict(inst),
+        "hardware": (_platform_dict(inst) if isinstance(inst.hardware, Platform)
+                     else _hardware_dict(inst.accelerator)),
         "prepared": p.problem.describe(p.data),
         "infeasible": p.problem.infeasibility_reason(p.data),
     }
@@ -620,6 +674,24 @@ def show(instance: str, as_json: bool) -> None:
         ("infeasible", data["infeasible"] or "no (not known to be)"),
     ]))
     out.print(_kv_table(list(data["workload"].items()), title="workload"))
+    if isinstance(inst.hardware, Platform):
+        out.print(_kv_table([("name", hw["name"]),
+                             ("system bandwidth", f"{_fmt(hw['system_bandwidth_gbps'])} GB/s")], title="platform"))
+        for sub in hw["accelerators"]:
+            _print_accelerator(out, sub)
+    else:
+        _print_accelerator(out, hw)
+    if data["prepared"]:
+        out.print(_kv_table(list(data["prepared"].items()), title=f"{inst.problem} (prepared)"))
+    methods = Table(title="methods", title_justify="left")
+    for col in ("method", "kind", "default solver", "description"):
+        methods.add_column(col)
+    for m in p.problem.methods:
+        methods.add_row(m.name, m.kind, m.default_solver or "-", m.description)
+    out.print(methods)
+
+
+def _print_accelerator(out: Any, hw: dict[str, Any]) -> None:
     out.print(_kv_table([
         ("name", hw["name"]),
         ("clock", f"{_fmt(hw['clock_mhz'])} MHz"),
@@ -635,14 +707,6 @@ def show(instance: str, as_json: bool) -> None:
         table.add_row(m["name"], m["kind"], _fmt_bytes(m["capacity_bytes"]), str(m["instances"]), m["access"],
                       ", ".join(m["holds"]))
     out.print(table)
-    if data["prepared"]:
-        out.print(_kv_table(list(data["prepared"].items()), title=f"{inst.problem} (prepared)"))
-    methods = Table(title="methods", title_justify="left")
-    for col in ("method", "kind", "default solver", "description"):
-        methods.add_column(col)
-    for m in p.problem.methods:
-        methods.add_row(m.name, m.kind, m.default_solver or "-", m.description)
-    out.print(methods)
 
 
 # ------------------------------------------------------------------------------------------------ catalogues
@@ -777,6 +841,7 @@ EXPERIMENTS: dict[str, str] = {
     "zigzag-compare": "dlaopt.experiments.commands:zigzag_compare",
     "deepopt-reproduce": "dlaopt.experiments.commands:deepopt_reproduce",
     "deepopt-benchmark": "dlaopt.experiments.commands:deepopt_benchmark",
+    "magma-benchmark": "dlaopt.experiments.commands:magma_benchmark",
 }
 
 

@@ -173,3 +173,41 @@ def deepopt_benchmark(network: str, as_json: bool) -> None:
         sys.stdout.write("\n")
         return
     click.echo(benchmark_markdown(rows))
+
+
+@click.command("magma-benchmark")
+@click.option("--out", "out_dir", default="results/magma-benchmark", show_default=True, help="Output folder.")
+@click.option("--tasks", default="vision,language,recommendation,mix", show_default=True)
+@click.option("--platforms", default="magma-s1,magma-s2,magma-s4", show_default=True)
+@click.option("--bandwidths", default="1,16,256", show_default=True, help="System bandwidths, GB/s.")
+@click.option("--group-size", type=int, default=100, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--cache-dir", default=None, help="Job analysis cache folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, group_size: int, seed: int,
+                    cache_dir: str | None, as_json: bool) -> None:
+    """Issue 5: MAGMA, Herald-like, AI-MT-like and LPT, and exact warm-started from their best and given MAGMA's
+    wall time, on every task type × platform × system bandwidth; throughputs (GOPS), exact's bound and gap."""
+    from dlaopt.errors import InputError
+    from dlaopt.experiments.magma import run_benchmark
+    from dlaopt.hardware.platforms import PLATFORMS
+
+    plats = _csv(platforms) or []
+    for p in plats:
+        PLATFORMS.entry(p, path=("--platforms",))
+    task_list = _csv(tasks) or []
+    for t in task_list:
+        if t not in ("vision", "language", "recommendation", "mix"):
+            raise InputError(f"unknown task '{t}'", path=("--tasks",), expected="vision, language, recommendation, mix")
+    try:
+        bws = [float(b) for b in _csv(bandwidths) or []]
+    except ValueError:
+        raise InputError("bandwidths must be numbers (GB/s)", path=("--bandwidths",), got=bandwidths) from None
+    report = run_benchmark(out_dir, tasks=task_list, platforms=plats, bandwidths=bws, group_size=group_size,
+                           seed=seed, cache_dir=cache_dir,
+                           progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump(report["rows"], sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report["table"])

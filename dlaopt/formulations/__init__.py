@@ -11,6 +11,7 @@ from typing import Any
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.mapping import options as mapping_options
+from dlaopt.formulations.multiaccel import options as multiaccel_options
 from dlaopt.formulations.pinning import options as pinning_options
 from dlaopt.formulations.systolic import options as systolic_options
 
@@ -24,6 +25,7 @@ class ProblemSpec:
     default_options: Mapping[str, Any]
     implementation: str  # "module:ClassName"
     hardware: str = "accelerator"  # "accelerator" or "platform"
+    workloads: tuple[str, ...] = ("graph",)  # accepted workload kinds: "graph", "task" (job group), "jobs" (table)
 
 
 PROBLEM_SPECS: dict[str, ProblemSpec] = {
@@ -50,6 +52,16 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {
         options_schema=systolic_options.OPTIONS_SCHEMA,
         default_options=systolic_options.DEFAULT_OPTIONS,
         implementation="dlaopt.formulations.systolic.problem:SystolicProblem",
+    ),
+    "multiaccel": ProblemSpec(
+        name="multiaccel",
+        title="Multi-accelerator job assignment under a shared system bandwidth (MAGMA)",
+        objectives=multiaccel_options.OBJECTIVES,
+        options_schema=multiaccel_options.OPTIONS_SCHEMA,
+        default_options=multiaccel_options.DEFAULT_OPTIONS,
+        implementation="dlaopt.formulations.multiaccel.problem:MultiAccelProblem",
+        hardware="platform",
+        workloads=("task", "jobs", "graph"),
     ),
 }
 

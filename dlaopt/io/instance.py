@@ -21,9 +21,10 @@ import yaml
 
 from dlaopt.errors import InputError
 from dlaopt.formulations import problem_spec
-from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray
+from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray, Platform
 from dlaopt.io.schema import instance_validator, validate_against
 from dlaopt.workload import Operator, OpKind, Tensor, Workload
+from dlaopt.workload.jobs import InlineJob, InlineJobs, TaskGroup
 from dlaopt.workload.operator import OperatorSpecError, normalize_attrs
 
 KiB = 1024
@@ -37,12 +38,34 @@ class Instance:
 
     problem: str
     name: str
-    workload: Workload
-    hardware: Accelerator
+    workload: Workload | TaskGroup | InlineJobs  # the last two only for job-scheduling problems
+    hardware: Accelerator | Platform  # a Platform exactly for the problems whose spec says so
     objective: str
     options: Mapping[str, Any]  # defaults filled in from the ProblemSpec
     source: str | None = None  # the file it came from
     document: Mapping[str, Any] = field(default_factory=dict)  # the normalised document (re-serialisable)
+
+    @property
+    def graph(self) -> Workload:
+        """The workload graph (every problem but job scheduling has one; :meth:`_build` checks the kind)."""
+        if not isinstance(self.workload, Workload):
+            raise InputError("this problem needs a workload graph", file=self.source, path=("workload",),
+                             expected="{zoo, params} or an inline graph")
+        return self.workload
+
+    @property
+    def accelerator(self) -> Accelerator:
+        if not isinstance(self.hardware, Accelerator):
+            raise InputError("this problem needs one accelerator", file=self.source, path=("hardware",),
+                             expected="{preset, params} or an inline accelerator")
+        return self.hardware
+
+    @property
+    def platform(self) -> Platform:
+        if not isinstance(self.hardware, Platform):
+            raise InputError("this problem needs a platform", file=self.source, path=("hardware",),
+                             expected="{platform, params} or {accelerators, system_bandwidth_gbps}")
+        return self.hardware
 
 
 # ================================================================================================ public API
@@ -110,7 +133,17 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
     problem = doc["problem"]
     spec = problem_spec(problem)
     workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None))
+    kind = "graph" if isinstance(workload, Workload) else "task" if isinstance(workload, TaskGroup) else "jobs"
+    if kind not in spec.workloads:
+        raise InputError(f"problem '{problem}' does not take a {kind} workload", path=("workload",),
+                         expected=" or ".join(_WORKLOAD_KINDS[k] for k in spec.workloads))
     hardware = _build_hardware(doc["hardware"])
+    if isinstance(hardware, Platform) != (spec.hardware == "platform"):
+        wants_platform = spec.hardware == "platform"
+        raise InputError(f"problem '{problem}' runs on {'a platform' if wants_platform else 'one accelerator'}",
+                         path=("hardware",),
+                         expected="{platform, params} or {accelerators, system_bandwidth_gbps}" if wants_platform
+                         else "{preset, params} or an inline accelerator")
     name = doc.get("name") or (Path(source).stem if source else f"{workload.name}-{hardware.name}")
     objective = doc.get("objective", spec.objectives[0])
     options = {**copy.deepcopy(dict(spec.default_options)), **doc.get("options", {})}
@@ -118,10 +151,10 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
     wdoc = dict(doc["workload"])
     if "zoo" in wdoc:
         wdoc.setdefault("params", {})
-    else:
+    elif "task" not in wdoc:
         wdoc = {"name": workload.name, **wdoc}
     hdoc = dict(doc["hardware"])
-    if "preset" in hdoc:
+    if "preset" in hdoc or "platform" in hdoc:
         hdoc.setdefault("params", {})
     else:
         hdoc = {"name": hardware.name, **hdoc}
@@ -137,13 +170,35 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
                     options=options, source=source, document=_plain(document))
 
 
-def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Workload:
+_WORKLOAD_KINDS = {"graph": "{zoo, params} or an inline graph", "task": "a job group {task, group_size, seed}",
+                   "jobs": "an inline job table {jobs}"}
+
+
+def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Workload | TaskGroup | InlineJobs:
     if "zoo" in wdoc:
         import dlaopt.zoo  # noqa: F401 - registers the networks
         from dlaopt.zoo import ZOO
 
         ZOO.entry(wdoc["zoo"], path=("workload", "zoo"))
         return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
+    if "task" in wdoc:
+        return TaskGroup(wdoc["task"], int(wdoc.get("group_size", 100)), int(wdoc.get("seed", 0)),
+                         None if wdoc.get("batch") is None else int(wdoc["batch"]))
+    if "jobs" in wdoc:
+        jobs = []
+        for i, j in enumerate(wdoc["jobs"]):
+            if len(j["latency_us"]) != len(j["bandwidth_gbps"]):
+                raise InputError(f"job '{j['name']}': {len(j['latency_us'])} latencies but "
+                                 f"{len(j['bandwidth_gbps'])} bandwidths", path=("workload", "jobs", i),
+                                 expected="one of each per sub-accelerator")
+            jobs.append(InlineJob(j["name"], j.get("tenant", j["name"]), float(j["ops"]),
+                                  tuple(float(v) for v in j["latency_us"]),
+                                  tuple(float(v) for v in j["bandwidth_gbps"])))
+        names = [j.name for j in jobs]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InputError(f"job name '{dup}' is used twice", path=("workload", "jobs"))
+        return InlineJobs(tuple(jobs), wdoc.get("name", default_name or "jobs"))
     return _build_inline_workload(wdoc, default_name or "workload")
 
 
@@ -182,10 +237,29 @@ def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Worklo
         raise InputError(f"invalid workload: {exc}", path=("workload",)) from None
 
 
-def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
+def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator | Platform:
     if "preset" in hdoc:
         PRESETS.entry(hdoc["preset"], path=("hardware", "preset"))
         return PRESETS.create(hdoc["preset"], hdoc.get("params", {}), path=("hardware",))
+    if "platform" in hdoc:
+        from dlaopt.hardware.platforms import PLATFORMS
+
+        PLATFORMS.entry(hdoc["platform"], path=("hardware", "platform"))
+        return PLATFORMS.create(hdoc["platform"], hdoc.get("params", {}), path=("hardware",))
+    if "accelerators" in hdoc:
+        accels = []
+        for i, a in enumerate(hdoc["accelerators"]):
+            try:
+                accels.append(_build_hardware(a))
+            except InputError as exc:
+                raise InputError(exc.message, path=("hardware", "accelerators", i, *exc.path[1:]),
+                                 expected=exc.expected) from None
+        names = [a.name for a in accels]
+        if len(set(names)) != len(names):
+            raise InputError("sub-accelerator names must be unique (give inline ones a name)",
+                             path=("hardware", "accelerators"), got=names)
+        return Platform(hdoc.get("name", "platform"), tuple(a for a in accels if isinstance(a, Accelerator)),
+                        float(hdoc["system_bandwidth_gbps"]) * 1e9)
     return _build_inline_hardware(hdoc)
 
 

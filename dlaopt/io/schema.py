@@ -106,6 +106,77 @@ def _defs() -> dict[str, Any]:
                 "operators": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/operator"}},
             },
         },
+        "workload_task": {
+            "type": "object",
+            "description": "A multi-tenant job group (seed 001 §7.3.1): the layers of a task type's networks, "
+            "group_size of them drawn with seed.",
+            "required": ["task"],
+            "additionalProperties": False,
+            "properties": {
+                "task": {"enum": ["vision", "language", "recommendation", "mix"]},
+                "group_size": _positive_int("Jobs in the group (default 100)."),
+                "seed": {"type": "integer", "minimum": 0, "description": "Draw of the group (default 0)."},
+                "batch": _positive_int("Batch of every job (default: each network's own)."),
+            },
+        },
+        "workload_jobs": {
+            "type": "object",
+            "description": "A job analysis table written out: per job its operations and, per sub-accelerator of "
+            "the platform (in order), no-stall latency (µs) and no-stall bandwidth (GB/s).",
+            "required": ["jobs"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "jobs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "ops", "latency_us", "bandwidth_gbps"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "tenant": {"type": "string", "minLength": 1},
+                            "ops": {"type": "number", "exclusiveMinimum": 0},
+                            "latency_us": {"type": "array", "minItems": 1,
+                                           "items": {"type": "number", "exclusiveMinimum": 0}},
+                            "bandwidth_gbps": {"type": "array", "minItems": 1,
+                                               "items": {"type": "number", "minimum": 0}},
+                        },
+                    },
+                },
+            },
+        },
+        "hardware_platform": {
+            "type": "object",
+            "description": "A built-in multi-accelerator platform (`dlaopt presets` lists them).",
+            "required": ["platform"],
+            "additionalProperties": False,
+            "properties": {
+                "platform": {"type": "string", "minLength": 1, "description": "Platform name."},
+                "params": _scalar_params("Parameters of the platform (e.g. system_bandwidth_gbps)."),
+            },
+        },
+        "platform_inline": {
+            "type": "object",
+            "description": "A platform written out: sub-accelerators (presets or inline) sharing a system bandwidth.",
+            "required": ["accelerators", "system_bandwidth_gbps"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "system_bandwidth_gbps": {"type": "number", "exclusiveMinimum": 0},
+                "accelerators": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "if": {"required": ["preset"]},
+                        "then": {"$ref": "#/$defs/hardware_preset"},
+                        "else": {"$ref": "#/$defs/hardware_inline"},
+                    },
+                },
+            },
+        },
         "workload_zoo": {
             "type": "object",
             "description": "A network of the built-in zoo (`dlaopt zoo` lists them and their parameters).",
@@ -254,17 +325,36 @@ def instance_schema() -> dict[str, Any]:
             "name": {"type": "string", "minLength": 1, "description": "Instance name (default: the file stem)."},
             "workload": {
                 "type": "object",
-                "description": "either {zoo, params} or an inline workload {name, dtype_bytes, tensors, operators}",
+                "description": "{zoo, params}, an inline workload {name, dtype_bytes, tensors, operators}, a job "
+                "group {task, group_size, seed, batch} or an inline job table {jobs}",
                 "if": {"required": ["zoo"]},
                 "then": {"$ref": "#/$defs/workload_zoo"},
-                "else": {"$ref": "#/$defs/workload_inline"},
+                "else": {
+                    "if": {"required": ["task"]},
+                    "then": {"$ref": "#/$defs/workload_task"},
+                    "else": {
+                        "if": {"required": ["jobs"]},
+                        "then": {"$ref": "#/$defs/workload_jobs"},
+                        "else": {"$ref": "#/$defs/workload_inline"},
+                    },
+                },
             },
             "hardware": {
                 "type": "object",
-                "description": "either {preset, params} or an inline accelerator {name, pe_array, dma, memories, ...}",
+                "description": "{preset, params} or an inline accelerator {name, pe_array, dma, memories, ...}; for "
+                "multi-accelerator problems {platform, params} or an inline platform {accelerators, "
+                "system_bandwidth_gbps}",
                 "if": {"required": ["preset"]},
                 "then": {"$ref": "#/$defs/hardware_preset"},
-                "else": {"$ref": "#/$defs/hardware_inline"},
+                "else": {
+                    "if": {"required": ["platform"]},
+                    "then": {"$ref": "#/$defs/hardware_platform"},
+                    "else": {
+                        "if": {"required": ["accelerators"]},
+                        "then": {"$ref": "#/$defs/platform_inline"},
+                        "else": {"$ref": "#/$defs/hardware_inline"},
+                    },
+                },
             },
             "objective": {"type": "string", "description": "One of the problem's objectives (default: its first)."},
             "options": {"type": "object", "description": "Problem options (defaults filled in)."},

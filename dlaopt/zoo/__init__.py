@@ -8,10 +8,11 @@ Importing this package registers every network:
 * :mod:`dlaopt.zoo.recurrent` — ``lstm`` (unrolled, weights shared across time steps);
 * :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50`` (v1.5 or v1), ``squeezenet``
   (1.1 or 1.0), ``mobilenet-v2``, ``googlenet``, ``mnasnet``;
-* :mod:`dlaopt.zoo.transformer` — ``bert-base``.
+* :mod:`dlaopt.zoo.transformer` — ``bert-base``;
+* :mod:`dlaopt.zoo.recommendation` — ``dlrm``, ``wide-deep``, ``ncf`` (batch 64 by default) and ``gpt2``.
 
-Every factory takes keyword-only parameters with defaults, at least ``batch`` (default 1) and ``dtype_bytes``
-(default 2: SMAUG runs fp16).
+Every factory takes keyword-only parameters with defaults, at least ``batch`` (default 1; 64 for the recommendation
+models) and ``dtype_bytes`` (default 2: SMAUG runs fp16).
 """
 
 from dlaopt.registry import Registry
@@ -20,6 +21,6 @@ from dlaopt.workload import Workload
 ZOO: Registry[Workload] = Registry("zoo network")
 
 # The modules register their networks with ZOO on import, so they come after its definition.
-from dlaopt.zoo import cnn_small, imagenet, recurrent, transformer  # noqa: E402
+from dlaopt.zoo import cnn_small, imagenet, recommendation, recurrent, transformer  # noqa: E402
 
-__all__ = ["ZOO", "cnn_small", "imagenet", "recurrent", "transformer"]
+__all__ = ["ZOO", "cnn_small", "imagenet", "recommendation", "recurrent", "transformer"]

@@ -685,6 +685,7 @@ class DataflowTemplate:
     mac: tuple[str, ...]
     order: tuple[str, ...]
     pe_order: tuple[str, ...] | None = None
+    spatial_matmul_roles: dict[str, str | None] | None = None  # matmul translation of ``axes`` (default: MATMUL_ROLES)
 
 
 DATAFLOWS: dict[str, DataflowTemplate] = {
@@ -705,6 +706,12 @@ DATAFLOWS: dict[str, DataflowTemplate] = {
     # innermost so partial sums stay in the PE; MACs of a PE take further output channels.
     "shidiannao": DataflowTemplate(axes=(("P",), ("Q",)), mac=("K", "G", "C"),
                                    order=("N", "G", "K", "P", "Q", "C", "R", "S")),
+    # Activation-parallel (seed 001 §7.3.1's LB style, Y-X): output rows and columns across the array as ShiDianNao,
+    # but a matmul spreads only its activation rows (tokens, batch) — never its weight dimensions — so a batch-1 FC
+    # layer runs on one PE: low bandwidth, long latency (Fig. 7.6's LB column).
+    "activation": DataflowTemplate(axes=(("P",), ("Q",)), mac=("K", "G", "C"),
+                                   order=("N", "G", "K", "P", "Q", "C", "R", "S"),
+                                   spatial_matmul_roles={"N": "B", "P": "M", "Q": None, "K": None, "C": None}),
 }
 
 # a matmul (B, M, N, K) as a 1x1 convolution: batch N->B, output channels K->N, input channels C->K, output rows
@@ -712,10 +719,10 @@ DATAFLOWS: dict[str, DataflowTemplate] = {
 MATMUL_ROLES = {"N": "B", "K": "N", "C": "K", "P": "M", "Q": "N"}
 
 
-def _translate(nest: LoopNest, dims: Sequence[str]) -> list[str]:
+def _translate(nest: LoopNest, dims: Sequence[str], roles: MappingABC[str, str | None] | None = None) -> list[str]:
     out: list[str] = []
     for d in dims:
-        real = MATMUL_ROLES.get(d) if nest.kind == "matmul" else d
+        real = (roles or MATMUL_ROLES).get(d) if nest.kind == "matmul" else d
         if real is not None and real in nest.sizes and real not in out:
             out.append(real)
     return out
@@ -759,7 +766,7 @@ def dataflow_mapping(nest: LoopNest, arch: MappingArch, name: str) -> Mapping:
             room //= f
 
     pe = pe_array_fanout(arch)
-    lists = [_translate(nest, a) for a in tpl.axes]
+    lists = [_translate(nest, a, tpl.spatial_matmul_roles) for a in tpl.axes]
     if len(pe) == 1:
         fill(pe[0], [d for lst in lists for d in lst])
     else:
@@ -767,7 +774,7 @@ def dataflow_mapping(nest: LoopNest, arch: MappingArch, name: str) -> Mapping:
             fill(k, lst)
     for k, s in enumerate(slots):
         if s.kind == SPATIAL and s.mac and k not in pe:
-            fill(k, _translate(nest, tpl.mac))
+            fill(k, _translate(nest, tpl.mac, tpl.spatial_matmul_roles))
     for d in nest.dims:
         fs[d][top] = rest[d]
     order = _translate(nest, tpl.order)

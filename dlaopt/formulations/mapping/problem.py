@@ -158,7 +158,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
     # ------------------------------------------------------------------------------------------------ data
     def prepare(self, instance: Instance) -> MappingData:
         options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
-        wl = instance.workload
+        wl = instance.graph
         names = options.get("layers")
         all_ops = {op.name: op for op in wl.operators}
         if names is not None:
@@ -181,7 +181,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
                                  path=("options", "padding", d), expected="one of N G K C P Q R S B M")
         nests = [loopnest_from_operator(wl, op, padding) for op in ops]
         try:
-            arch = arch_from_accelerator(instance.hardware)
+            arch = arch_from_accelerator(instance.accelerator)
         except ValueError as exc:
             raise InputError(str(exc), file=instance.source, path=("hardware",)) from None
         groups = list(unique_layers(nests).values())

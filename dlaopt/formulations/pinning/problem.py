@@ -120,7 +120,7 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
     # ------------------------------------------------------------------------------------------------ data
     def prepare(self, instance: Instance) -> PinningData:
         options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
-        acc = instance.hardware
+        acc = instance.accelerator
         if not acc.scratchpads:
             raise InputError("the accelerator has no scratchpad to pin tensors in", file=instance.source,
                              path=("hardware", "memories"), expected="at least one memory of kind 'scratchpad'")
@@ -130,12 +130,12 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
             from dlaopt.formulations.pinning.tiling import tiled_graph
 
             try:
-                graph = tiled_graph(instance.workload, acc, chunk_fraction=float(options["chunk_fraction"]))
+                graph = tiled_graph(instance.graph, acc, chunk_fraction=float(options["chunk_fraction"]))
             except InfeasibleInstanceError as exc:
-                graph = untiled_graph(instance.workload, acc)
+                graph = untiled_graph(instance.graph, acc)
                 infeasible = str(exc)
         else:
-            graph = untiled_graph(instance.workload, acc, cap=mode == "cap")
+            graph = untiled_graph(instance.graph, acc, cap=mode == "cap")
             bad = unplaceable_steps(graph)
             if bad:
                 st = graph.steps[bad[0]]
@@ -148,7 +148,7 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                     raise InputError(msg, file=instance.source, path=("options", "oversize"),
                                      expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
                 infeasible = msg
-        tiling_violations = verify_tiling(instance.workload, graph) if graph.tiled_ops else []
+        tiling_violations = verify_tiling(instance.graph, graph) if graph.tiled_ops else []
         return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
                            pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
                            source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations)

@@ -113,8 +113,8 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
     # ------------------------------------------------------------------------------------------------ data
     def prepare(self, instance: Instance) -> SystolicData:
         options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
-        layers = network_layers(instance.workload, fc_batch=int(options["fc_batch"]))
-        base, bits = hardware_of(instance.hardware, instance.source)
+        layers = network_layers(instance.graph, fc_batch=int(options["fc_batch"]))
+        base, bits = hardware_of(instance.accelerator, instance.source)
         tech = Technology()
         space = None
         if options["codesign"]:
