@@ -31,6 +31,13 @@ OPTIONS_SCHEMA: dict[str, Any] = {
                              "description": "MAGMA individuals per generation (seed 001 §7.3.2: 100)."},
         "magma_epochs": {"type": "integer", "minimum": 1, "default": 100,
                          "description": "MAGMA generations (seed 001 §7.3.2: 100, i.e. 10K samples)."},
+        "exact_time_limit": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 30,
+            "description": "Seconds for the exact method when no --time-limit (or deterministic limit) is given: "
+            "CP-SAT rarely proves a 100-job group optimal, and the fluid bound is proved separately.",
+        },
         "warm_start": {
             "type": "array",
             "items": {"enum": list(HEURISTIC_NAMES)},

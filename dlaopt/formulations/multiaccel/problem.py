@@ -10,6 +10,7 @@ allocator (:mod:`.evaluator`), the ground truth for every method, the exact one 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,8 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
             v = self._objective(data, ev, a)
             if warm is None or v < warm[2]:
                 warm = (name, a, v)
+        if options.time_limit is None and "deterministic_time" not in options.extra:
+            options = dataclasses.replace(options, time_limit=float(data.options["exact_time_limit"]))
         res = solve_exact(data, options=options, warm_start=warm[1] if warm else None)
         bound = res.bound if data.objective == "makespan" else None
         status = res.status if data.objective == "makespan" else (
