@@ -842,6 +842,7 @@ EXPERIMENTS: dict[str, str] = {
     "deepopt-reproduce": "dlaopt.experiments.commands:deepopt_reproduce",
     "deepopt-benchmark": "dlaopt.experiments.commands:deepopt_benchmark",
     "magma-benchmark": "dlaopt.experiments.commands:magma_benchmark",
+    "bankmap-benchmark": "dlaopt.experiments.commands:bankmap_benchmark",
 }
 
 

@@ -149,3 +149,18 @@ def test_deterministic() -> None:
     a = harness.solve(harness.prepare(instance_from_dict(tiny_doc())), "exact", options=DET)
     b = harness.solve(harness.prepare(instance_from_dict(tiny_doc())), "exact", options=DET)
     assert a.solution_document()["solution"] == b.solution_document()["solution"]
+
+
+def test_one_axis_pe_array_is_a_located_error() -> None:
+    doc = tiny_doc()
+    doc["hardware"] = {"name": "line", "pe_array": {"axes": [["pes", 64]]}, "dma": {"bandwidth_bytes_per_cycle": 16},
+                       "memories": [{"name": "dram", "kind": "dram", "bandwidth_bytes_per_cycle": 16}]}
+    with pytest.raises(InputError) as exc:
+        harness.prepare(instance_from_dict(doc))
+    assert exc.value.path == ("hardware", "pe_array", "axes") and "two-axis" in exc.value.message
+
+
+def test_area_budget_too_small_is_a_located_error() -> None:
+    with pytest.raises(InputError) as exc:
+        harness.prepare(instance_from_dict(tiny_doc(design_space={"area_budget_mm2": 0.01})))
+    assert exc.value.path == ("options", "design_space") and "0.01 mm²" in exc.value.message

@@ -202,7 +202,7 @@ def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, g
     try:
         bws = [float(b) for b in _csv(bandwidths) or []]
     except ValueError:
-        raise InputError("bandwidths must be numbers (GB/s)", path=("--bandwidths",), got=bandwidths) from None
+        raise InputError(f"bandwidths must be numbers (GB/s), got {bandwidths!r}", path=("--bandwidths",)) from None
     report = run_benchmark(out_dir, tasks=task_list, platforms=plats, bandwidths=bws, group_size=group_size,
                            seed=seed, cache_dir=cache_dir,
                            progress=None if as_json else (lambda s: click.echo(s, err=True)))
@@ -211,3 +211,27 @@ def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, g
         sys.stdout.write("\n")
         return
     click.echo(report["table"])
+
+
+@click.command("bankmap-benchmark")
+@click.option("--banks", type=int, default=128, show_default=True)
+@click.option("--bank-kb", "bank_kb", default="8,16,64", show_default=True, help="Comma-separated KB per bank.")
+@click.option("--offchip-weight", type=float, default=4.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def bankmap_benchmark(banks: int, bank_kb: str, offchip_weight: float, as_json: bool) -> None:
+    """Issue 6: ResNet-50 bank mapping (local, propagate, exact) on a banked memory, and data-movement elimination
+    on the Parallel-WaveNet flow."""
+    from dlaopt.errors import InputError
+    from dlaopt.experiments.bankmap import dme_summary, mapping_rows, report_markdown
+
+    try:
+        kbs = tuple(float(v) for v in _csv(bank_kb) or [])
+    except ValueError:
+        raise InputError(f"bank sizes must be numbers (KB), got {bank_kb!r}", path=("--bank-kb",)) from None
+    rows = mapping_rows(banks=banks, bank_kbs=kbs, offchip_weight=offchip_weight)
+    dme = dme_summary()
+    if as_json:
+        json.dump({"mapping": rows, "dme": dme}, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report_markdown(rows, dme))

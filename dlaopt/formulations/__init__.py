@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from dlaopt.errors import InputError
+from dlaopt.formulations.bankmap import options as bankmap_options
 from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.multiaccel import options as multiaccel_options
 from dlaopt.formulations.pinning import options as pinning_options
@@ -62,6 +63,14 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {
         implementation="dlaopt.formulations.multiaccel.problem:MultiAccelProblem",
         hardware="platform",
         workloads=("task", "jobs", "graph"),
+    ),
+    "bankmap": ProblemSpec(
+        name="bankmap",
+        title="Global memory-bank mapping (layouts across banks, few inter-bank copies)",
+        objectives=bankmap_options.OBJECTIVES,
+        options_schema=bankmap_options.OPTIONS_SCHEMA,
+        default_options=bankmap_options.DEFAULT_OPTIONS,
+        implementation="dlaopt.formulations.bankmap.problem:BankMapProblem",
     ),
 }
 

@@ -264,3 +264,32 @@ def deepopt(
                 "filter_bits": filter_bits, "ifmap_bits": ifmap_bits, "psum_bits": psum_bits,
                 "dram_bits_per_cycle": dram_bits_per_cycle, "clock_mhz": clock_mhz},
     )
+
+
+@PRESETS.register("banked", "Inferentia-like (seed 002): an on-chip memory of B banks with disjoint address spaces")
+def banked(
+    *,
+    banks: int = 128,
+    bank_kb: float = 16.0,
+    rows: int = 128,
+    cols: int = 128,
+    dram_bytes_per_cycle: float = 32.0,
+    clock_mhz: float = 1000.0,
+) -> Accelerator:
+    """A systolic array whose every row is fed by its own bank (``banks`` = ``rows`` by default, as seed 002
+    describes: "each of which connects to one portion of the compute units (e.g. a specific row of the systolic
+    array)"); the banks together are one scratchpad of ``banks × bank_kb`` KB. Bank mapping decides which tensor
+    dimension is spread across the banks."""
+    if min(banks, rows, cols) <= 0 or bank_kb <= 0 or dram_bytes_per_cycle <= 0:
+        raise ValueError("banks, rows, cols, bank_kb and dram_bytes_per_cycle must be positive")
+    return Accelerator(
+        name="banked",
+        pe_array=PEArray((("rows", rows), ("cols", cols))),
+        memories=(_dram(dram_bytes_per_cycle),
+                  Memory("sram", MemoryKind.SCRATCHPAD, int(banks * bank_kb * KiB), banks=banks)),
+        dma=DMA(dram_bytes_per_cycle),
+        clock_hz=clock_mhz * 1e6,
+        description="seed 002 banked on-chip memory",
+        params={"banks": banks, "bank_kb": bank_kb, "rows": rows, "cols": cols,
+                "dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
+    )

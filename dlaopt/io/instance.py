@@ -256,8 +256,8 @@ def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator | Platform:
                                  expected=exc.expected) from None
         names = [a.name for a in accels]
         if len(set(names)) != len(names):
-            raise InputError("sub-accelerator names must be unique (give inline ones a name)",
-                             path=("hardware", "accelerators"), got=names)
+            raise InputError(f"sub-accelerator names must be unique (give inline ones a name), got {names}",
+                             path=("hardware", "accelerators"))
         return Platform(hdoc.get("name", "platform"), tuple(a for a in accels if isinstance(a, Accelerator)),
                         float(hdoc["system_bandwidth_gbps"]) * 1e9)
     return _build_inline_hardware(hdoc)

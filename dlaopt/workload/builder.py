@@ -196,6 +196,14 @@ class NetworkBuilder:
         return self.op(OpKind.SPLIT, [x], {"axis": axis, "sizes": list(sizes)}, name=name or "split",
                        n_outputs=len(sizes))
 
+    def tile(self, x: str, reps: Sequence[int], *, name: str | None = None) -> str:
+        """``numpy.tile``: ``reps`` holds one positive count per axis; output dimension ``d·r``."""
+        return self.op(OpKind.TILE, [x], {"reps": [int(r) for r in reps]}, name=name or "tile")[0]
+
+    def repeat(self, x: str, repeats: int, axis: int, *, name: str | None = None) -> str:
+        """``numpy.repeat`` along ``axis``: every element repeated ``repeats`` times consecutively."""
+        return self.op(OpKind.REPEAT, [x], {"repeats": int(repeats), "axis": int(axis)}, name=name or "repeat")[0]
+
     # --------------------------------------------------------------------------------------------- finish
     def build(self, outputs: Sequence[str]) -> Workload:
         """Mark ``outputs`` as graph outputs and return the validated workload."""

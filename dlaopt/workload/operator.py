@@ -6,6 +6,12 @@ Layout conventions (shared by every problem):
 * conv weights are ``(K, C / groups, R, S)``; a depthwise conv has ``groups == C`` and weights ``(C * mult, 1, R, S)``;
 * ``matmul`` multiplies ``a (..., M, K)`` by ``b (..., K, N)`` (batch dims broadcast, ``b`` may be a 2-D weight).
 
+Data-movement kinds (:data:`DATA_MOVEMENT_KINDS`) only copy elements, with numpy semantics: ``concat`` (``axis``),
+``reshape`` (``shape``, C order), ``transpose`` (``perm``), ``slice`` (``starts``/``ends``/``steps`` per axis),
+``split`` (``axis``, ``sizes``), ``tile`` (``reps``, one positive count per axis: ``numpy.tile``, output dimension
+``d·r``) and ``repeat`` (``repeats``, ``axis``: ``numpy.repeat`` along one axis, every element repeated
+``repeats`` times consecutively). :mod:`dlaopt.workload.execute` runs every kind with numpy.
+
 Loop dimensions (``Operator.dims``) name the loop nest of the operator:
 
 * conv2d / depthwise: ``N G K C P Q R S`` — batch, groups, output channels per group, input channels per group,
@@ -17,7 +23,8 @@ Loop dimensions (``Operator.dims``) name the loop nest of the operator:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -37,6 +44,8 @@ class OpKind(StrEnum):
     TRANSPOSE = "transpose"
     SLICE = "slice"
     SPLIT = "split"
+    TILE = "tile"
+    REPEAT = "repeat"
 
     @property
     def is_data_movement(self) -> bool:
@@ -44,7 +53,7 @@ class OpKind(StrEnum):
 
 
 DATA_MOVEMENT_KINDS = frozenset(
-    {OpKind.CONCAT, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SLICE, OpKind.SPLIT}
+    {OpKind.CONCAT, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SLICE, OpKind.SPLIT, OpKind.TILE, OpKind.REPEAT}
 )
 ACTIVATION_FUNCTIONS = frozenset({"relu", "relu6", "gelu", "sigmoid", "tanh", "elu", "selu", "swish", "hswish"})
 ELEMENTWISE_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
@@ -62,6 +71,8 @@ _VECTOR_OPS_PER_ELEMENT = {
     OpKind.TRANSPOSE: 1,
     OpKind.SLICE: 1,
     OpKind.SPLIT: 1,
+    OpKind.TILE: 1,
+    OpKind.REPEAT: 1,
 }
 
 
@@ -96,6 +107,10 @@ def _padding(value: Any) -> tuple[int, int, int, int]:
     raise OperatorSpecError(
         f"'padding' must be an integer, [pad_h, pad_w] or [top, left, bottom, right], got {value!r}", "padding"
     )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def normalize_attrs(kind: OpKind, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,6 +188,23 @@ def normalize_attrs(kind: OpKind, attrs: Mapping[str, Any]) -> dict[str, Any]:
         if "sizes" not in a:
             raise OperatorSpecError("split needs 'sizes'", "sizes")
         a["sizes"] = tuple(int(v) for v in a["sizes"])
+    elif kind == OpKind.TILE:
+        allowed = {"reps"}
+        reps = a.get("reps")
+        if reps is None:
+            raise OperatorSpecError("tile needs 'reps' (one repetition count per axis)", "reps")
+        if (isinstance(reps, str | bytes | Mapping) or not isinstance(reps, Iterable)
+                or not all(_is_int(v) for v in reps)):
+            raise OperatorSpecError(f"tile 'reps' must be a list of integers, got {reps!r}", "reps")
+        a["reps"] = tuple(int(v) for v in reps)
+    elif kind == OpKind.REPEAT:
+        allowed = {"repeats", "axis"}
+        for key in ("repeats", "axis"):
+            if key not in a:
+                raise OperatorSpecError(f"repeat needs '{key}'", key)
+            if not _is_int(a[key]):
+                raise OperatorSpecError(f"repeat '{key}' must be an integer, got {a[key]!r}", key)
+            a[key] = int(a[key])
     else:  # pragma: no cover - exhaustive over OpKind
         raise OperatorSpecError(f"unknown operator kind {kind!r}", "kind")
     act = a.get("activation") if "activation" in allowed else None
@@ -327,6 +359,22 @@ def infer_output_shapes(kind: OpKind, attrs: Mapping[str, Any], inputs: Sequence
         if sum(attrs["sizes"]) != x[ax] or any(v <= 0 for v in attrs["sizes"]):
             raise OperatorSpecError(f"split sizes {list(attrs['sizes'])} must be positive and sum to {x[ax]}", "sizes")
         return [tuple(v if i == ax else x[i] for i in range(len(x))) for v in attrs["sizes"]]
+    if kind == OpKind.TILE:
+        _expect_inputs(kind, inputs, 1)
+        x = inputs[0]
+        reps = attrs["reps"]
+        if len(reps) != len(x) or any(r <= 0 for r in reps):
+            raise OperatorSpecError(
+                f"tile 'reps' {list(reps)} must hold one positive count per axis of {list(x)}", "reps"
+            )
+        return [tuple(d * r for d, r in zip(x, reps, strict=True))]
+    if kind == OpKind.REPEAT:
+        _expect_inputs(kind, inputs, 1)
+        x = inputs[0]
+        ax = _axis(attrs["axis"], len(x))
+        if attrs["repeats"] <= 0:
+            raise OperatorSpecError(f"repeat 'repeats' must be positive, got {attrs['repeats']}", "repeats")
+        return [tuple(d * attrs["repeats"] if i == ax else d for i, d in enumerate(x))]
     raise OperatorSpecError(f"unknown operator kind {kind!r}", "kind")  # pragma: no cover
 
 

@@ -9,7 +9,8 @@ Importing this package registers every network:
 * :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50`` (v1.5 or v1), ``squeezenet``
   (1.1 or 1.0), ``mobilenet-v2``, ``googlenet``, ``mnasnet``;
 * :mod:`dlaopt.zoo.transformer` — ``bert-base``;
-* :mod:`dlaopt.zoo.recommendation` — ``dlrm``, ``wide-deep``, ``ncf`` (batch 64 by default) and ``gpt2``.
+* :mod:`dlaopt.zoo.recommendation` — ``dlrm``, ``wide-deep``, ``ncf`` (batch 64 by default) and ``gpt2``;
+* :mod:`dlaopt.zoo.wavenet` — ``parallel-wavenet`` (the IAF student of Parallel WaveNet, data-movement chains).
 
 Every factory takes keyword-only parameters with defaults, at least ``batch`` (default 1; 64 for the recommendation
 models) and ``dtype_bytes`` (default 2: SMAUG runs fp16).
@@ -21,6 +22,6 @@ from dlaopt.workload import Workload
 ZOO: Registry[Workload] = Registry("zoo network")
 
 # The modules register their networks with ZOO on import, so they come after its definition.
-from dlaopt.zoo import cnn_small, imagenet, recommendation, recurrent, transformer  # noqa: E402
+from dlaopt.zoo import cnn_small, imagenet, recommendation, recurrent, transformer, wavenet  # noqa: E402
 
-__all__ = ["ZOO", "cnn_small", "imagenet", "recommendation", "recurrent", "transformer"]
+__all__ = ["ZOO", "cnn_small", "imagenet", "recommendation", "recurrent", "transformer", "wavenet"]

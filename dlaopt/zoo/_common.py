@@ -42,17 +42,33 @@ def make_divisible(value: float, divisor: int = 8) -> int:
     return rounded
 
 
-def residual_block(b: NetworkBuilder, x: str, in_ch: int, convs: list[tuple[int, int, int]], prefix: str) -> str:
-    """A residual block: ``convs`` are (out_channels, kernel, stride) of the main path (ReLU fused into all but the
-    last), the shortcut is a strided 1x1 projection when the shape changes, and the add has ReLU fused."""
+def conv_unit(b: NetworkBuilder, x: str, out_ch: int, kernel: int, *, stride: int = 1, padding: int = 0,
+              relu: bool, fused: bool, name: str) -> str:
+    """A convolution followed by ReLU (when ``relu``): fused (batch norm folded into the weights, ReLU an attribute
+    of the convolution, as inference compilers emit it) or as separate batch-norm and ReLU operators (as a framework
+    exports the graph before fusion)."""
+    if fused:
+        return b.conv2d(x, out_ch, kernel, stride=stride, padding=padding, activation="relu" if relu else None,
+                        name=name)
+    y = b.conv2d(x, out_ch, kernel, stride=stride, padding=padding, name=name)
+    y = b.batchnorm(y, name=f"{name}.bn")
+    return b.activation(y, "relu", name=f"{name}.relu") if relu else y
+
+
+def residual_block(b: NetworkBuilder, x: str, in_ch: int, convs: list[tuple[int, int, int]], prefix: str, *,
+                   fused: bool = True) -> str:
+    """A residual block: ``convs`` are (out_channels, kernel, stride) of the main path (ReLU after all but the
+    last), the shortcut is a strided 1x1 projection when the shape changes, and ReLU follows the add (fused into the
+    convolutions and the add, or separate operators with batch norms: :func:`conv_unit`)."""
     y = x
     for i, (out_ch, kernel, stride) in enumerate(convs, start=1):
-        last = i == len(convs)
-        y = b.conv2d(y, out_ch, kernel, stride=stride, padding=kernel // 2, activation=None if last else "relu",
-                     name=f"{prefix}.conv{i}")
+        y = conv_unit(b, y, out_ch, kernel, stride=stride, padding=kernel // 2, relu=i != len(convs), fused=fused,
+                      name=f"{prefix}.conv{i}")
     out_ch = convs[-1][0]
     stride = max(s for _, _, s in convs)
     shortcut = x
     if stride != 1 or in_ch != out_ch:
-        shortcut = b.conv2d(x, out_ch, 1, stride=stride, name=f"{prefix}.downsample")
-    return b.add(y, shortcut, activation="relu", name=f"{prefix}.add")
+        shortcut = conv_unit(b, x, out_ch, 1, stride=stride, relu=False, fused=fused, name=f"{prefix}.downsample")
+    if fused:
+        return b.add(y, shortcut, activation="relu", name=f"{prefix}.add")
+    return b.activation(b.add(y, shortcut, name=f"{prefix}.add"), "relu", name=f"{prefix}.relu")

@@ -62,7 +62,7 @@ from collections.abc import Sequence
 
 from dlaopt.workload import NetworkBuilder, Workload
 from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import check_choice, make_divisible, new_builder, residual_block
+from dlaopt.zoo._common import check_choice, conv_unit, make_divisible, new_builder, residual_block
 
 
 def _classifier_head(b: NetworkBuilder, x: str, num_classes: int) -> str:
@@ -126,14 +126,17 @@ RESNET50_VARIANTS = ("v1.5", "v1")
 
 
 def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtype_bytes: int, image_size: int,
-            num_classes: int, variant: str | None = None) -> Workload:
-    """``variant`` (bottleneck ResNets only) is "v1.5" (stride on the 3x3) or "v1" (stride on the first 1x1)."""
+            num_classes: int, variant: str | None = None, fused: bool = True) -> Workload:
+    """``variant`` (bottleneck ResNets only) is "v1.5" (stride on the 3x3) or "v1" (stride on the first 1x1);
+    ``fused=False`` keeps batch norms and ReLUs as operators of their own (:func:`conv_unit`)."""
     params: dict[str, object] = {"batch": batch, "dtype_bytes": dtype_bytes}
     if variant is not None:
         params["variant"] = variant
+    if not fused:
+        params["fused"] = False
     b = new_builder(name, **params, image_size=image_size, num_classes=num_classes)
     x = b.input("input", (batch, 3, image_size, image_size))
-    x = b.conv2d(x, 64, 7, stride=2, padding=3, activation="relu", name="conv1")
+    x = conv_unit(b, x, 64, 7, stride=2, padding=3, relu=True, fused=fused, name="conv1")
     x = b.pool(x, "max", 3, stride=2, padding=1, name="maxpool")
     in_ch = 64
     for stage, (width, n) in enumerate(zip((64, 128, 256, 512), blocks, strict=True), start=1):
@@ -145,7 +148,7 @@ def _resnet(name: str, bottleneck: bool, blocks: Sequence[int], batch: int, dtyp
                 convs = [(width, 1, stride), (width, 3, 1), (4 * width, 1, 1)]
             else:  # v1.5: the stride sits on the 3x3 convolution of a bottleneck
                 convs = [(width, 1, 1), (width, 3, stride), (4 * width, 1, 1)]
-            x = residual_block(b, x, in_ch, convs, f"layer{stage}.{i}")
+            x = residual_block(b, x, in_ch, convs, f"layer{stage}.{i}", fused=fused)
             in_ch = convs[-1][0]
     return b.build(outputs=[_classifier_head(b, x, num_classes)])
 
@@ -158,9 +161,9 @@ def resnet18(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num
 @ZOO.register("resnet50", "ResNet-50 (bottlenecks [3,4,6,3]) on 224x224, BN folded: v1.5 (stride on the 3x3, "
                           "default) or v1 (stride on the first 1x1)")
 def resnet50(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "v1.5", image_size: int = 224,
-             num_classes: int = 1000) -> Workload:
+             num_classes: int = 1000, fused: bool = True) -> Workload:
     check_choice("variant", variant, RESNET50_VARIANTS)
-    return _resnet("resnet50", True, (3, 4, 6, 3), batch, dtype_bytes, image_size, num_classes, variant)
+    return _resnet("resnet50", True, (3, 4, 6, 3), batch, dtype_bytes, image_size, num_classes, variant, fused)
 
 
 # ------------------------------------------------------------------------------------------------------- MobileNet-V2

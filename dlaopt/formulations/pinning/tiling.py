@@ -36,7 +36,8 @@ inputs and outputs fit. :func:`tiled_graph` is that reconstructor:
    region its output box and reduction range need, recomputed from the operator's index map (conv rows with
    stride, dilation and padding halo and the channels of its groups, matmul row/column/contraction blocks with
    broadcast batch dims, pool windows, broadcasting, whole reduced axes, concat/split offsets, slice steps,
-   transpose permutations, and for a reshape the bounding box of the flat index range within each group of axes
+   transpose permutations, tile wrap-arounds (``o mod d``: one or two ranges per axis), repeat blocks
+   (``o // repeats``), and for a reshape the bounding box of the flat index range within each group of axes
    the reshape merges or splits). Output chunks are visited weight-stationary (output-channel blocks outermost)
    when the weight is the larger operand, input-stationary otherwise. A tile's ``macs`` are its share of the
    operator's loop nest (they sum exactly to the operator's MACs) and its ``compute_cycles`` the accelerator's
@@ -159,6 +160,14 @@ def _make_geo(op: Operator, tensors: dict[str, Tensor]) -> _Geo:
 def _window(o: Range, stride: int, pad: int, taps: Range, dil: int, size: int) -> Range | None:
     """Input positions read by output positions ``o`` through filter taps ``taps`` (clipped: padding)."""
     return _clip(o[0] * stride - pad + taps[0] * dil, (o[1] - 1) * stride - pad + (taps[1] - 1) * dil + 1, size)
+
+
+def _wrapped(o: Range, size: int) -> list[Range]:
+    """Input positions ``{i mod size : i in o}`` (a tile's index map) as one or two ranges."""
+    if o[1] - o[0] >= size:
+        return [(0, size)]
+    lo, last = o[0] % size, (o[1] - 1) % size
+    return [(lo, last + 1)] if lo <= last else [(0, last + 1), (lo, size)]
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> list[int]:
@@ -293,6 +302,12 @@ def _regions(g: _Geo, j: int, box: Box, red: Range | None) -> list[list[Box]]:
             f1 = _ravel([box[x][1] - 1 for x in oa], sub_o) + 1
             res_box.extend(_flat_bbox([ishape[x] for x in ia], f0, f1))
         return [[tuple(res_box)]]
+    if kind == OpKind.TILE:  # output index o reads input index o mod d: a range that wraps reads two pieces
+        per_axis = [_wrapped(r, d) for r, d in zip(box, ins[0].shape, strict=True)]
+        return [[tuple(b) for b in product(*per_axis)]]
+    if kind == OpKind.REPEAT:  # output index o reads input index o // repeats along the axis
+        ax, rep = a["axis"] % len(box), a["repeats"]
+        return [[box[:ax] + ((box[ax][0] // rep, (box[ax][1] - 1) // rep + 1),) + box[ax + 1:]]]
     raise AssertionError(f"no tiling rule for {kind}")  # pragma: no cover - exhaustive over OpKind
 
 
@@ -346,6 +361,11 @@ def _proposals(g: _Geo, ob: Sequence[int], rb: int) -> list[tuple[int, ...]]:
     elif kind == OpKind.RESHAPE:
         box = tuple((0, min(b, d)) for b, d in zip(ob, g.outs[0].shape, strict=True))
         res = [tuple(hi - lo for lo, hi in _regions(g, 0, box, None)[0][0])]
+    elif kind == OpKind.TILE:
+        res = [tuple(ob)]  # capped to the input's shape below
+    elif kind == OpKind.REPEAT:
+        ax = a["axis"] % len(ob)
+        res = [tuple(max(1, b // a["repeats"]) if i == ax else b for i, b in enumerate(ob))]
     else:  # pragma: no cover - exhaustive over OpKind
         raise AssertionError(kind)
     return [tuple(max(1, min(b, d)) for b, d in zip(blk, t.shape, strict=True)) for blk, t in zip(res, ins,

@@ -2,15 +2,16 @@
 
 It does not reuse the tiler's region functions: what a tile needs is derived from the operator's loop nest, each
 input index written as an affine expression of the loop variables and evaluated by interval arithmetic over the
-tile's loop ranges (exact flat-index runs for reshapes). For every original operator it checks that the tiles'
-written buffers partition each output exactly, that per output chunk the reduction ranges partition the reduction
-dimension (produced first, then updated in place), that every tile reads buffers covering the inputs it needs
-(weights included), and that the tiles' MACs sum to the operator's.
+tile's loop ranges (exact flat-index runs for reshapes, exact index sets for tile and repeat). For every original
+operator it checks that the tiles' written buffers partition each output exactly, that per output chunk the
+reduction ranges partition the reduction dimension (produced first, then updated in place), that every tile reads
+buffers covering the inputs it needs (weights included), and that the tiles' MACs sum to the operator's.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -67,6 +68,17 @@ def _flat_runs(box: Box, shape: Sequence[int]) -> list[Range]:
             runs[-1] = (runs[-1][0], s + length)
         else:
             runs.append((s, s + length))
+    return runs
+
+
+def _index_runs(indices: np.ndarray) -> list[Range]:
+    """The distinct values of ``indices`` as maximal contiguous runs [start, end)."""
+    runs: list[Range] = []
+    for v in np.unique(indices).tolist():
+        if runs and runs[-1][1] == v:
+            runs[-1] = (runs[-1][0], v + 1)
+        else:
+            runs.append((v, v + 1))
     return runs
 
 
@@ -203,6 +215,17 @@ def _required(op: Operator, wl: Workload, out_boxes: dict[str, Box], red: Range 
         for f0, f1 in _flat_runs(box, shapes[op.outputs[0]]):
             need += [(x, b) for b in _flat_boxes(shapes[x], f0, f1)]
         return need
+    if op.kind in (OpKind.TILE, OpKind.REPEAT):  # not affine: the exact index set per axis, as runs
+        x = op.inputs[0]
+        per_axis = []
+        for i, ((lo, hi), d) in enumerate(zip(box, shapes[x], strict=True)):
+            idx = np.arange(lo, hi)
+            if op.kind == OpKind.TILE:
+                idx = idx % d
+            elif i == a["axis"] % rank:
+                idx = idx // a["repeats"]
+            per_axis.append(_index_runs(idx))
+        return [(x, tuple(b)) for b in itertools.product(*per_axis)]
     raise AssertionError(op.kind)  # pragma: no cover
 
 

@@ -41,7 +41,7 @@ class SystolicLayer:
 def network_layers(workload: Workload, *, fc_batch: int = 16) -> list[SystolicLayer]:
     """The workload's conv2d, depthwise and matmul (FC) layers in topological order."""
     if fc_batch < 1:
-        raise InputError("fc_batch must be a positive integer", path=("options", "fc_batch"), got=fc_batch)
+        raise InputError(f"fc_batch must be a positive integer, got {fc_batch}", path=("options", "fc_batch"))
     layers: list[SystolicLayer] = []
     for op in workload.operators:  # listed in schedule order
         if op.kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D):

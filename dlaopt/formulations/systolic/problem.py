@@ -76,8 +76,8 @@ def hardware_of(acc: Accelerator, source: str | None = None) -> tuple[DesignPoin
     """The systolic hardware an accelerator describes: a two-axis PE array, one buffer per operand (W, I, O) and a
     DRAM; bit widths from ``params`` (``filter_bits``, ``ifmap_bits``, ``psum_bits``; defaults 8, 8, 32)."""
     if len(acc.pe_array.axes) != 2:
-        raise InputError("a systolic array needs a two-axis PE array (rows, cols)", file=source,
-                         path=("hardware", "pe_array", "axes"), got=[list(a) for a in acc.pe_array.axes])
+        raise InputError(f"a systolic array needs a two-axis PE array (rows, cols), got "
+                         f"{[list(a) for a in acc.pe_array.axes]}", file=source, path=("hardware", "pe_array", "axes"))
     J, K = (s for _, s in acc.pe_array.axes)
     kb: dict[str, float] = {}
     for op, key in (("W", "f_kb"), ("I", "i_kb"), ("O", "p_kb")):
@@ -119,6 +119,10 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         space = None
         if options["codesign"]:
             space = DesignSpace(**dict(options["design_space"]), b_f=bits.b_f, b_i=bits.b_i, b_p=bits.b_p)
+            try:
+                space.points(tech)  # an unusable design space is an input error, found now
+            except InputError as exc:
+                raise exc.located(file=instance.source) from None
         else:
             for key in ("f_kb", "i_kb", "p_kb"):
                 size = float(getattr(base, key)[0])

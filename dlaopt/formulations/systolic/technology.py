@@ -117,8 +117,8 @@ class DesignSpace:
         budget = self.area_budget_mm2 * 1e6
         min_sram_area = self.min_sram_kb * 1024 * tech.sram_um2_per_byte
         if budget < 3 * min_sram_area + self.min_pe ** 2 * tech.pe_um2:
-            raise InputError("the area budget cannot hold the smallest design", path=("options", "design_space"),
-                             got=self.area_budget_mm2)
+            raise InputError(f"the area budget of {self.area_budget_mm2} mm² cannot hold the smallest design",
+                             path=("options", "design_space"))
         max_sram_kb = (budget - 2 * min_sram_area - self.min_pe ** 2 * tech.pe_um2) / tech.sram_um2_per_byte / 1024
         sizes = [2 ** p for p in range(math.ceil(math.log2(self.min_sram_kb)), math.floor(math.log2(max_sram_kb)) + 1)
                  if 2 ** p in tech.sram_pj_per_bit]

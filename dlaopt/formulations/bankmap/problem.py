@@ -1,0 +1,158 @@
+"""Global memory-bank mapping (seed 002 §2.2): a bank layout for every tensor of a workload on an accelerator whose
+on-chip memory is split into banks, so that operators rarely need copies between banks.
+
+The hardware's scratchpad gives the banks (``Memory.banks``) and their capacity (``capacity_bytes / banks``), e.g.
+preset ``banked``. Methods ``local`` (the seed's baseline), ``propagate`` (the seed's algorithm) and ``exact`` (a MILP
+on HiGHS, warm-started from ``propagate``). The evaluator (:mod:`.evaluate`) recomputes copies and spills from the
+layouts and, on graphs small enough, runs the functional check: the graph executed from numpy bank arrays, each
+operator reading its operands in the layout it requires, compared bit for bit with a plain execution.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dlaopt.errors import InputError
+from dlaopt.formulations.bankmap import options as opts
+from dlaopt.formulations.bankmap.evaluate import BankMappingError, evaluate, functional_check
+from dlaopt.formulations.bankmap.layouts import BankMapping, LayoutModel, build_layout_model
+from dlaopt.formulations.bankmap.methods import local, propagate
+from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
+from dlaopt.hardware.model import Accelerator, MemoryKind
+from dlaopt.solvers.result import SolveOptions
+
+if TYPE_CHECKING:
+    from dlaopt.io.instance import Instance
+
+
+def banks_of(acc: Accelerator, source: str | None = None) -> tuple[int, int]:
+    """``(banks, bytes per bank)`` of the accelerator's banked on-chip memory (the scratchpad or buffer with the
+    most banks)."""
+    mems = [m for m in acc.memories if m.kind != MemoryKind.DRAM and m.capacity_bytes is not None]
+    if not mems:
+        raise InputError("bank mapping needs an on-chip memory with a capacity", file=source,
+                         path=("hardware", "memories"), expected="a scratchpad with 'banks', e.g. preset 'banked'")
+    mem = max(mems, key=lambda m: (m.banks, m.capacity_bytes or 0))
+    assert mem.capacity_bytes is not None
+    return mem.banks, mem.capacity_bytes // mem.banks
+
+
+class BankMapProblem(Problem[LayoutModel, BankMapping]):
+    name = "bankmap"
+    title = "Global memory-bank mapping (layouts across banks, few inter-bank copies)"
+    objectives = opts.OBJECTIVES
+    options_schema = opts.OPTIONS_SCHEMA
+    methods = (
+        Method("local", "heuristic", "Each operator's own layout, outputs kept on chip only for the next operator "
+               "(seed 002's baseline)"),
+        Method("propagate", "heuristic", "Restricted operators fixed, layouts propagated to a fixed point, copies at "
+               "conflicts (seed 002 §2.2)"),
+        Method("exact", "exact", "MILP over every operator's layout choice, warm-started from propagate", "highs"),
+    )
+
+    # ------------------------------------------------------------------------------------------------ data
+    def prepare(self, instance: Instance) -> LayoutModel:
+        options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
+        banks, bank_bytes = banks_of(instance.accelerator, instance.source)
+        try:
+            model = build_layout_model(instance.graph, banks, bank_bytes)
+        except BankMappingError as exc:
+            raise InputError(str(exc), file=instance.source, path=("workload",)) from None
+        self._options = options
+        return model
+
+    def _weight(self) -> float:
+        return float(getattr(self, "_options", opts.DEFAULT_OPTIONS)["offchip_weight"])
+
+    def infeasibility_reason(self, data: LayoutModel) -> str | None:
+        for o in data.ops:
+            if not o.choices:
+                return f"operator {o.name} ({o.kind}) has no layout choice"
+        return None
+
+    def describe(self, data: LayoutModel) -> dict[str, Any]:
+        return {"banks": data.banks, "bank_bytes": data.bank_bytes, "operators": len(data.ops),
+                "tensors": len(data.tensor_names), "free_tensors": len(data.free_tensors),
+                "layout_choices": sum(len(o.choices) for o in data.ops)}
+
+    # ------------------------------------------------------------------------------------------------ methods
+    def run_heuristic(self, method: str, data: LayoutModel, options: SolveOptions) -> BankMapping:
+        if method == "local":
+            return local(data, self._weight())
+        if method == "propagate":
+            return propagate(data, self._weight())
+        raise KeyError(method)
+
+    def build_milp(self, data: LayoutModel) -> MilpFormulation[BankMapping]:
+        raise NotImplementedError("the bank-mapping problem uses its own exact driver (solve_exact)")
+
+    def solve_exact(self, data: LayoutModel, method: str, *, solver: str | None,
+                    options: SolveOptions) -> ExactOutcome[BankMapping] | None:
+        from dlaopt.formulations.bankmap.exact import solve_exact
+
+        if solver not in (None, "highs") and not (solver or "").startswith("pyomo:"):
+            raise InputError(f"the bank-mapping model is a MILP (highs or pyomo:NAME), not '{solver}'",
+                             path=("solver",), expected="highs or pyomo:NAME")
+        t0 = time.perf_counter()
+        w = self._weight()
+        warm = propagate(data, w)
+        res = solve_exact(data, w, options=options, warm_start=warm, solver=solver or "highs")
+        from dlaopt.solvers.highs_backend import HIGHS_VERSION
+
+        return ExactOutcome(res.mapping, res.status, res.bound, solver or "highs",
+                            HIGHS_VERSION if (solver or "highs") == "highs" else "", message=res.message,
+                            model_stats=res.model_stats, model_objective=res.objective, objective_tolerance=1e-6,
+                            warm_start={"method": "propagate", "objective": res.warm_start_objective},
+                            solve_time_s=time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------------------------------------ evaluation
+    def evaluate(self, data: LayoutModel, solution: BankMapping) -> Evaluation:
+        try:
+            rep = evaluate(data, solution, self._weight())
+        except BankMappingError as exc:
+            return Evaluation(False, None, [str(exc)])
+        violations = list(rep.violations)
+        metrics: dict[str, Any] = {
+            "on_chip_copy_bytes": rep.on_chip_copy_bytes, "off_chip_copy_bytes": rep.off_chip_copy_bytes,
+            "spill_bytes": rep.spill_bytes, "copies": len(rep.copies), "spilled_tensors": len(rep.spills)}
+        elements = sum(math.prod(t.shape) for t in data.workload.tensors.values())
+        limit = int(getattr(self, "_options", opts.DEFAULT_OPTIONS)["functional_check_limit"])
+        if not violations and limit and elements <= limit:
+            check = functional_check(data, solution)
+            metrics["functional_check"] = "passed" if check.ok else "FAILED"
+            if not check.ok:
+                violations.append(f"functional check: outputs {list(check.mismatched)} differ from a plain execution")
+        else:
+            metrics["functional_check"] = "skipped (graph too large)" if not violations else "skipped"
+        return Evaluation(not violations, rep.objective if not violations else None, violations, metrics)
+
+    def solution_to_dict(self, data: LayoutModel, solution: BankMapping) -> dict[str, Any]:
+        layouts = {}
+        homes = data.homes(solution)
+        for t in data.tensor_names:
+            if t in homes:
+                layouts[t] = {"shape": list(data.shape(t)), "bank_axis": homes[t]}
+        return {**solution.to_dict(), "layouts": layouts}
+
+    def solution_from_dict(self, data: LayoutModel, doc: Mapping[str, Any]) -> BankMapping:
+        choices = doc.get("choices")
+        homes = doc.get("homes", {})
+        off = doc.get("off_chip", [])
+        if not isinstance(choices, Mapping) or not all(isinstance(v, int) for v in choices.values()):
+            raise InputError("a bank mapping needs 'choices': {operator: choice index}", path=("solution", "choices"),
+                             expected="an object of integers")
+        if not isinstance(homes, Mapping) or not all(isinstance(v, int) for v in homes.values()):
+            raise InputError("'homes' must map free tensors to axes", path=("solution", "homes"))
+        if not isinstance(off, list) or not all(isinstance(v, str) for v in off):
+            raise InputError("'off_chip' must be a list of tensor names", path=("solution", "off_chip"))
+        names = data.op_by_name()
+        for n, c in choices.items():
+            if n not in names:
+                raise InputError(f"no operator named '{n}'", path=("solution", "choices", n))
+            if not 0 <= c < len(names[n].choices):
+                raise InputError(f"operator '{n}' has {len(names[n].choices)} layout choices, not {c}",
+                                 path=("solution", "choices", n), expected=f"0..{len(names[n].choices) - 1}")
+        return BankMapping(dict(choices), dict(homes), frozenset(off))
