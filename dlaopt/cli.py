@@ -601,6 +601,166 @@ def gantt(instance: str, solution: str, output: str) -> None:
                f"{_fmt(sim.makespan * 1e3)} ms", err=True)
 
 
+# ------------------------------------------------------------------------------------------------ plot
+def _parse_size(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    parts = text.lower().replace(",", "x").split("x")
+    try:
+        w, h = (float(v) for v in parts)
+    except ValueError:
+        w = h = math.nan
+    if not (len(parts) == 2 and 1 <= w <= 100 and 1 <= h <= 100):
+        raise InputError(f"--size {text!r} is not a figure size", path=("size",),
+                         expected="WIDTHxHEIGHT in inches, each between 1 and 100, e.g. 10x6")
+    return w, h
+
+
+@cli.command()
+@click.argument("instance", metavar="INSTANCE")
+@click.argument("solution", metavar="[SOLUTION]", required=False)
+@click.option("-o", "--output", required=True, metavar="FILE.png|svg",
+              help="The image to write: PNG or SVG, by the suffix.")
+@click.option("--kind", default=None, metavar="KIND",
+              help="The plot kind (default: the problem's first); an unknown kind lists the valid ones.")
+@click.option("--compare", "compare_methods", callback=_split_methods, default=None, metavar="A,B,...",
+              help="Run these methods (as `dlaopt compare`) and plot the comparison instead of a solution file.")
+@click.option("--title", default=None, help="The figure's title (default: instance, method and what is shown).")
+@click.option("--size", default=None, metavar="WxH", help="Figure size in inches (default: chosen per plot).")
+@click.option("--dpi", type=click.IntRange(min=20, max=1200), default=None, help="PNG resolution (default: 100).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SEC",
+              help="With --compare: wall-clock limit of each exact method.")
+@click.option("--seed", type=int, default=0, show_default=True, help="With --compare: solver random seed.")
+@click.option("--quiet", "-q", is_flag=True, help="No log lines on stderr.")
+def plot(instance: str, solution: str | None, output: str, kind: str | None, compare_methods: list[str] | None,
+         title: str | None, size: str | None, dpi: int | None, time_limit: float | None, seed: int,
+         quiet: bool) -> None:
+    """Plot a solution of INSTANCE (the solution file SOLUTION, as written by `dlaopt solve -o`), or compare
+    methods on it (--compare exact,greedy), as PNG or SVG.
+
+    Kinds per problem (the first is the default): pinning: occupancy; mapping: mapping, loopnest, breakdown,
+    layers; systolic: layers; multiaccel: gantt; bankmap: layout. With --compare: pinning: transfers; mapping and
+    systolic: layers; multiaccel: gantt, makespan; bankmap: copies; and for every problem objective and trace (the
+    exact solver's incumbent and bound over time, the other methods' values as lines).
+    """
+    from dlaopt.plots import SUFFIXES as PLOT_SUFFIXES
+    from dlaopt.plots import check_kind, plot_comparison, plot_solution, save
+
+    if Path(output).suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(f"cannot write a plot as '{Path(output).suffix or '(no suffix)'}'", file=output,
+                         path=("output",), expected="a file name ending in .png or .svg")
+    if (solution is None) == (compare_methods is None):
+        raise InputError("give either a SOLUTION file or --compare METHODS (not both, not neither)",
+                         expected="plot INSTANCE SOLUTION -o FILE, or plot INSTANCE --compare A,B -o FILE")
+    fig_size = _parse_size(size)
+    inst = _load(instance)
+    p = _prepare(inst)
+    try:
+        if kind is not None:
+            check_kind(inst.problem, kind, comparison=compare_methods is not None)
+    except InputError as exc:
+        raise exc.located(file=instance) from None
+    err = _console(stderr=True)
+    if compare_methods is not None:
+        from dlaopt.solvers import harness
+
+        for name in compare_methods:
+            _check_method(p, name)
+        if not quiet:
+            err.print(f"comparing {', '.join(compare_methods)} on {inst.name} ({inst.problem}, objective "
+                      f"{inst.objective})")
+        results = harness.compare(p, compare_methods, options=_solve_options(time_limit, None, seed, None, None))
+        fig = plot_comparison(results, kind=kind, title=title, prepared=p)
+    else:
+        from dlaopt.io import load_solution_document
+
+        assert solution is not None
+        doc = load_solution_document(solution)
+        if doc.get("problem") != inst.problem:
+            raise InputError(f"the solution is for problem '{doc.get('problem')}', the instance is "
+                             f"'{inst.problem}'", file=solution, path=("problem",), expected=inst.problem)
+        if not doc.get("solution"):
+            raise InputError("the solution document has no solution (the result it came from had none)",
+                             file=solution, path=("solution",), expected=f"a '{inst.problem}' solution")
+        if doc.get("instance") != inst.name and not quiet:
+            err.print(f"warning: the solution names instance '{doc.get('instance')}', the instance is '{inst.name}'")
+        try:
+            fig = plot_solution(p, doc["solution"], kind=kind, title=title, method=doc.get("method"))
+        except InputError as exc:
+            raise exc.located(file=solution) from None
+    if fig_size is not None:
+        fig.set_size_inches(*fig_size)
+    written = save(fig, output, dpi=dpi)
+    w, h = fig.get_size_inches()
+    res = dpi or fig.dpi
+    if not quiet:
+        err.print(f"plot written to {written} ({w:g} x {h:g} in at {res:g} dpi = {round(w * res)} x {round(h * res)} "
+                  "px)")
+
+
+# ------------------------------------------------------------------------------------------------ bench
+@cli.command()
+@click.argument("suite", metavar="SUITE")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Output folder (default: results/bench/SUITE).")
+@click.option("--no-resume", is_flag=True,
+              help="Run every pair again (default: skip the pairs already finished in DIR/results.jsonl).")
+@click.option("--update-readme", is_flag=True,
+              help="Replace the block between <!-- bench:SUITE --> and <!-- /bench:SUITE --> in the README with "
+                   "the headline table.")
+@click.option("--readme", type=click.Path(dir_okay=False, path_type=Path), default=Path("README.md"),
+              show_default=True, metavar="FILE", help="The README that --update-readme edits.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or log lines on stderr.")
+def bench(suite: str, out_dir: Path | None, no_resume: bool, update_readme: bool, readme: Path,
+          quiet: bool) -> None:
+    """Run the benchmark suite SUITE (a name from instances/suites/, or a suite file) and print its table.
+
+    Every (instance, method) pair of the suite is solved and verified; one JSON line per finished pair is appended
+    to DIR/results.jsonl, so an interrupted run (Ctrl-C) resumes where it stopped and skips finished pairs. At the
+    end DIR holds results.csv, results.json and results.md (instance, method, status, objective, bound, gap, time,
+    ratio to the best objective of the instance, verified, with the environment: versions, threads, machine), and
+    the Markdown is printed. Exit code 0 whatever the statuses; 130 when interrupted.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dlaopt.bench import BenchEvent, load_suite, main_summary, readme_block, run_suite
+    from dlaopt.bench import update_readme as write_readme_block
+
+    err = _console(stderr=True)
+    loaded = load_suite(suite)  # a bad suite (or README, below) fails here with exit 2, before anything runs
+    if update_readme:
+        readme_block(readme, loaded.name)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, disable=quiet or not err.is_terminal, transient=True) as bar:
+        task = bar.add_task(f"bench {loaded.name}", total=len(loaded.pairs))
+
+        def on_event(ev: BenchEvent) -> None:
+            if ev.kind == "start":
+                bar.update(task, completed=ev.done, total=ev.total)
+                if ev.done and not quiet:
+                    err.print(f"resuming: {ev.done} of {ev.total} pairs already finished")
+            elif ev.kind == "run":
+                bar.update(task, description=f"{loaded.name}: {ev.entry} · {ev.method}")
+            else:
+                bar.update(task, completed=ev.done)
+
+        try:
+            report = run_suite(loaded, out_dir, resume=not no_resume, progress=on_event)
+        except KeyboardInterrupt:
+            bar.stop()
+            click.echo(f"interrupted: finished pairs are kept in {out_dir or 'results/bench/' + loaded.name}; "
+                       "run the same command again to resume", err=True)
+            raise click.exceptions.Exit(130) from None
+    click.echo(report.markdown, nl=False)
+    if not quiet:
+        err.print(main_summary(report))
+        err.print("files: " + ", ".join(str(p) for p in report.paths.values()))
+    if update_readme:
+        write_readme_block(readme, report.suite.name, report.headline)
+        if not quiet:
+            err.print(f"{readme}: the bench:{report.suite.name} block now holds the headline table")
+
+
 # ------------------------------------------------------------------------------------------------ show
 def _workload_dict(inst: Instance) -> dict[str, Any]:
     from dlaopt.workload.jobs import InlineJobs, TaskGroup
