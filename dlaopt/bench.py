@@ -1,0 +1,824 @@
+"""Benchmark suites: named lists of (instance, methods, solve options) run, verified and tabulated (``dlaopt bench``).
+
+A suite is a YAML (or JSON) file, ``instances/suites/<name>.yaml`` for a named one::
+
+    name: pinning                         # default: the file's stem
+    description: The shipped pinning instances, every method.
+    methods: [naive, greedy, exact]       # default of every entry (default: all of the problem's methods)
+    solve: {time_limit: 20, seed: 0, threads: 2}   # default solve options of every entry
+    entries:
+      - instance: pinning/lenet5-smaug-32k.yaml     # relative to the instances/ folder (or to the suite file)
+      - instance: pinning/resnet50-smaug-3x256k.yaml
+        name: resnet50                              # the row label (default: the instance's name)
+        methods: [greedy, exact]
+        solve: {time_limit: 60}                     # merged over the suite's solve options
+      - instance: {problem: pinning, workload: ..., hardware: ...}   # an inline instance document
+
+``solve`` keys: ``time_limit`` (seconds, every method: the heuristics with a budget — GA, MAGMA — honour it too),
+``seed``, ``threads``, ``deterministic``, ``gap`` (relative MIP gap), ``node_limit``, ``solver`` (the backend of the
+``exact`` method: ``highs``, ``cpsat``, ``pyomo:NAME``) and ``extra`` (backend-specific, e.g.
+``{deterministic_time: 5}`` for CP-SAT).
+
+:func:`run_suite` runs every (entry, method) pair with the solve-and-verify harness (the methods of one entry share
+one prepared instance, so the heuristics run once and warm-start the exact methods, as in ``dlaopt compare``),
+appends one JSON line per finished pair to ``results.jsonl`` — a run that is interrupted resumes where it stopped:
+pairs already there with the same configuration (instance document, method, solve options) are skipped — and then
+writes ``results.csv``, ``results.json`` and ``results.md`` (the environment and one row per pair: instance, method,
+status, objective, bound, gap, time, ratio to the best verified objective of that instance — infinite, and null in
+the JSON, when that best is 0 and the row's objective is not — verified).
+:func:`headline_markdown` is the compact table the README shows, and :func:`update_readme` replaces the block
+between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import hashlib
+import io
+import json
+import math
+import os
+import platform
+import signal
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from dlaopt.errors import InputError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+    from dlaopt.io.instance import Instance
+    from dlaopt.solvers.harness import Prepared, Result
+    from dlaopt.solvers.result import SolveOptions
+
+SUITE_SUFFIXES = (".yaml", ".yml", ".json")
+RESULTS_JSONL = "results.jsonl"
+RESULTS_CSV = "results.csv"
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+DEFAULT_OUT_ROOT = Path("results") / "bench"
+TABLE_COLUMNS: tuple[str, ...] = ("instance", "method", "status", "objective", "bound", "gap", "time_s",
+                                  "ratio_to_best", "verified")
+CSV_COLUMNS: tuple[str, ...] = TABLE_COLUMNS + ("problem", "objective_name", "instance_file", "solver",
+                                                "solver_version", "prepare_time_s", "time_limit", "threads", "seed",
+                                                "message", "finished_at")
+MARKER_START = "<!-- bench:{name} -->"
+MARKER_END = "<!-- /bench:{name} -->"
+SOLVE_KEYS: tuple[str, ...] = ("time_limit", "seed", "threads", "deterministic", "gap", "node_limit", "solver",
+                               "extra")
+RECORD_VERSION = 1
+
+
+# ================================================================================================ suite files
+_SOLVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "time_limit": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                       "description": "Seconds per (instance, method); null: none."},
+        "seed": {"type": "integer", "description": "Random seed of solvers and randomized heuristics."},
+        "threads": {"type": ["integer", "null"], "minimum": 1, "description": "Solver threads; null: the solver's."},
+        "deterministic": {"type": "boolean", "description": "Reproducible parallel search where the solver has it."},
+        "gap": {"type": "number", "minimum": 0, "description": "Relative MIP gap at which exact solvers stop."},
+        "node_limit": {"type": ["integer", "null"], "minimum": 1, "description": "Branch-and-bound node limit."},
+        "solver": {"type": ["string", "null"], "minLength": 1,
+                   "description": "Backend of the exact method: highs, cpsat or pyomo:NAME."},
+        "extra": {"type": "object", "description": "Backend-specific options (SolveOptions.extra)."},
+    },
+}
+_METHODS_SCHEMA: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}
+
+SUITE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "dlaopt benchmark suite",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entries"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "description": {"type": "string"},
+        "methods": _METHODS_SCHEMA,
+        "solve": _SOLVE_SCHEMA,
+        "entries": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["instance"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "instance": {"type": ["string", "object"], "minLength": 1,
+                                 "description": "An instance file (relative to instances/) or an inline document."},
+                    "override": {"type": "object",
+                                 "description": "Merged (recursively) into the instance document, e.g. "
+                                                "{objective: energy} or {hardware: {params: {bank_kb: 16}}}."},
+                    "methods": _METHODS_SCHEMA,
+                    "solve": _SOLVE_SCHEMA,
+                },
+            },
+        },
+    },
+}
+
+
+@cache
+def _suite_validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(SUITE_SCHEMA)
+    return Draft202012Validator(SUITE_SCHEMA)
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One instance of a suite, with the methods to run on it and their solve options."""
+
+    name: str
+    instance: Instance
+    instance_file: str  # as written in the suite ("inline" for an inline document)
+    methods: tuple[str, ...]
+    solve: Mapping[str, Any]  # the merged solve options (keys of SOLVE_KEYS)
+
+    def options(self) -> SolveOptions:
+        from dlaopt.solvers.result import SolveOptions
+
+        opts = SolveOptions(time_limit=self.solve.get("time_limit"), seed=int(self.solve.get("seed", 0)),
+                            threads=self.solve.get("threads"), deterministic=bool(self.solve.get("deterministic")),
+                            node_limit=self.solve.get("node_limit"), extra=dict(self.solve.get("extra") or {}))
+        if self.solve.get("gap") is not None:
+            opts.mip_rel_gap = float(self.solve["gap"])
+        return opts
+
+    def config_key(self, method: str) -> str:
+        """A digest of everything that determines the result of ``method`` here (resume skips only on a match)."""
+        doc = {"instance": self.instance.document, "method": method, "solve": dict(self.solve),
+               "version": RECORD_VERSION}
+        text = json.dumps(doc, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    file: str
+    entries: tuple[SuiteEntry, ...]
+    solve: Mapping[str, Any]  # the suite-level defaults
+
+    @property
+    def pairs(self) -> list[tuple[SuiteEntry, str]]:
+        return [(e, m) for e in self.entries for m in e.methods]
+
+
+def instances_dir() -> Path:
+    """The ``instances/`` folder: ``./instances`` when it exists, else the one beside the dlaopt package (a source
+    checkout or an editable install)."""
+    here = Path.cwd() / "instances"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parent.parent / "instances"
+
+
+def suites_dir() -> Path:
+    return instances_dir() / "suites"
+
+
+def available_suites() -> list[str]:
+    d = suites_dir()
+    return sorted(p.stem for p in d.iterdir() if p.suffix in SUITE_SUFFIXES) if d.is_dir() else []
+
+
+def resolve_suite(name_or_path: str | Path) -> Path:
+    """A suite name (``instances/suites/<name>.yaml``) or a path to a suite file."""
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    text = str(name_or_path)
+    if p.suffix not in SUITE_SUFFIXES and "/" not in text and os.sep not in text:
+        for suffix in SUITE_SUFFIXES:
+            cand = suites_dir() / f"{text}{suffix}"
+            if cand.is_file():
+                return cand
+    names = available_suites()
+    raise InputError(f"no suite '{text}'", file=text if p.suffix in SUITE_SUFFIXES else None,
+                     expected="a suite file, or one of the suites in "
+                              f"{suites_dir()}: {', '.join(names) if names else '(none)'}")
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """Read, validate and load a suite: every instance is loaded and every method checked before anything runs;
+    every bad input is an :class:`InputError` naming the suite file and the key."""
+    from dlaopt.formulations import get_problem
+    from dlaopt.io.instance import instance_from_dict, load_instance, load_mapping
+    from dlaopt.io.schema import validate_against
+
+    path = resolve_suite(name_or_path)
+    file = _display_path(path)
+    doc = load_mapping(path, what="a benchmark suite (keys name, description, methods, solve, entries)")
+    validate_against(_suite_validator(), doc, file=file)
+    defaults = _check_solve(doc.get("solve") or {}, file, ("solve",))
+    entries: list[SuiteEntry] = []
+    seen: dict[str, int] = {}
+    for i, edoc in enumerate(doc["entries"]):
+        where: tuple[str | int, ...] = ("entries", i)
+        spec = edoc["instance"]
+        override = edoc.get("override")
+        inst: Instance
+        if isinstance(spec, str):
+            inst_path = _resolve_instance(spec, path)
+            if inst_path is None:
+                raise InputError(f"instance file '{spec}' not found", file=file, path=(*where, "instance"),
+                                 expected=f"a path relative to {instances_dir()} or to the suite's folder")
+            try:
+                if override:
+                    base = load_mapping(inst_path, what="an instance (keys problem, workload, hardware, ...)")
+                    inst = instance_from_dict(_merge(base, override), source=str(inst_path))
+                else:
+                    inst = load_instance(inst_path)
+            except InputError as exc:
+                what = "with the entry's override " if override else ""
+                raise InputError(f"the instance {what}is invalid: {exc.render()}", file=file,
+                                 path=(*where, "override" if override else "instance")) from None
+            instance_file = spec
+        else:
+            try:
+                inst = instance_from_dict(_merge(spec, override or {}), source=file)
+            except InputError as exc:
+                raise exc.located(file=file, prefix=(*where, "instance")) from None
+            instance_file = "inline"
+        name = edoc.get("name") or inst.name or f"entry{i}"
+        if name in seen:
+            raise InputError(f"entry name '{name}' is used by entries[{seen[name]}] as well", file=file,
+                             path=(*where, "name"), expected="unique entry names (give the entry a 'name')")
+        seen[name] = i
+        problem = get_problem(inst.problem)
+        known = [m.name for m in problem.methods]
+        methods_doc = edoc.get("methods")
+        methods = methods_doc or doc.get("methods") or known
+        mpath: tuple[str | int, ...] = (*where, "methods") if methods_doc else ("methods",)
+        for j, m in enumerate(methods):
+            if m not in known:
+                raise InputError(f"unknown method '{m}' for problem '{inst.problem}'", file=file, path=(*mpath, j),
+                                 expected="one of: " + ", ".join(known))
+        if len(set(methods)) != len(methods):
+            raise InputError("a method is listed twice", file=file, path=mpath, expected="distinct method names")
+        solve = {**defaults, **_check_solve(edoc.get("solve") or {}, file, (*where, "solve"))}
+        entries.append(SuiteEntry(name, inst, instance_file, tuple(methods), solve))
+    return Suite(doc.get("name") or path.stem, str(doc.get("description") or "").strip(), _display_path(path),
+                 tuple(entries), defaults)
+
+
+def _display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (tables name files as users typed them)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` merged in: mappings recursively, anything else replaced."""
+    out = dict(base)
+    for k, v in override.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
+def _check_solve(solve: Mapping[str, Any], file: str, where: tuple[str | int, ...]) -> dict[str, Any]:
+    out = dict(solve)
+    if out.get("solver") is not None:
+        from dlaopt.solvers.backends import SolverSpecError, parse_solver
+
+        try:
+            kind, name = parse_solver(str(out["solver"]))
+        except SolverSpecError as exc:
+            raise InputError(str(exc), file=file, path=(*where, "solver"),
+                             expected="highs, cpsat or pyomo:NAME") from None
+        out["solver"] = kind if name is None else f"{kind}:{name}"
+    return out
+
+
+def _resolve_instance(spec: str, suite_path: Path) -> Path | None:
+    p = Path(spec)
+    if p.is_absolute():
+        return p if p.is_file() else None
+    for base in (instances_dir(), suite_path.parent):
+        cand = base / p
+        if cand.is_file():
+            return cand
+    return None
+
+
+# ================================================================================================ environment
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _meminfo_total() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return platform.processor() or None
+
+
+def environment(threads: int | None = None) -> dict[str, Any]:
+    """What a benchmark figure depends on besides the instance: package versions, solver threads, the machine."""
+    from dlaopt import __version__
+
+    ram = _meminfo_total()
+    return {
+        "dlaopt": __version__,
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "ortools": _version("ortools"),
+        "highspy": _version("highspy"),
+        "threads": threads,
+        "cpu_count": os.cpu_count(),
+        "cpu": _cpu_model(),
+        "platform": platform.platform(),
+        "ram_bytes": ram,
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _ram_text(n: int | None) -> str:
+    return "unknown" if n is None else f"{n / 1024**3:.1f} GiB"
+
+
+def environment_markdown(env: Mapping[str, Any]) -> str:
+    threads = env.get("threads")
+    return "\n".join([
+        f"- dlaopt {env.get('dlaopt')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
+        f"OR-Tools {env.get('ortools')}, highspy {env.get('highspy')}",
+        f"- solver threads: {threads if threads is not None else 'solver default'}",
+        f"- machine: {env.get('cpu_count')} CPUs ({env.get('cpu') or 'unknown CPU'}), "
+        f"{_ram_text(env.get('ram_bytes'))} RAM, {env.get('platform')}",
+        f"- date: {env.get('date')}",
+    ])
+
+
+# ================================================================================================ running
+@dataclass(frozen=True)
+class BenchEvent:
+    """A progress event: ``start`` (before the first pair; ``done`` pairs were already finished and are skipped),
+    ``run`` (a pair starts) and ``done`` (a pair finished: ``record`` is its JSON line)."""
+
+    kind: Literal["start", "run", "done"]
+    done: int
+    total: int
+    entry: str | None = None
+    method: str | None = None
+    record: Mapping[str, Any] | None = None
+
+
+ProgressFn = Callable[[BenchEvent], None]
+
+
+@dataclass
+class BenchReport:
+    suite: Suite
+    out_dir: Path
+    rows: list[dict[str, Any]]  # one per (entry, method) in suite order, with ratio_to_best
+    environment: dict[str, Any]
+    ran: int  # pairs run by this call
+    skipped: int  # pairs found finished in results.jsonl
+    complete: bool
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def markdown(self) -> str:
+        return report_markdown(self.suite, self.rows, self.environment, complete=self.complete)
+
+    @property
+    def headline(self) -> str:
+        return headline_markdown(self.suite, self.rows, self.environment)
+
+
+def _key(entry: str, method: str) -> str:
+    return f"{entry}\t{method}"
+
+
+def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of ``results.jsonl`` by (entry, method) key, the last one winning. A line cut short by an
+    interruption is dropped (and the file rewritten without it, so appended lines start on a line of their own)."""
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    out: dict[str, dict[str, Any]] = {}
+    good: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("instance"), str) and isinstance(rec.get("method"), str):
+            out[_key(rec["instance"], rec["method"])] = rec
+            good.append(line)
+    if len(good) != len([ln for ln in text.splitlines() if ln.strip()]) or (text and not text.endswith("\n")):
+        path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
+    return out
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in metrics.items():
+        if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+            out[k] = v
+        elif isinstance(v, float):
+            out[k] = _num(v)
+        elif type(v).__module__ == "numpy" and hasattr(v, "item"):
+            item = v.item()
+            if isinstance(item, (bool, int, float, str)):
+                out[k] = _num(item) if isinstance(item, float) else item
+    return out
+
+
+def _record(entry: SuiteEntry, method: str, res: Result, prepare_time_s: float) -> dict[str, Any]:
+    return {
+        "instance": entry.name,
+        "method": method,
+        "status": res.status.value,
+        "objective": _num(res.objective),
+        "bound": _num(res.bound),
+        "gap": _num(res.gap),
+        "time_s": res.time_s,
+        "verified": bool(res.verified),
+        "problem": res.problem,
+        "objective_name": res.objective_name,
+        "instance_file": entry.instance_file,
+        "solver": res.solver,
+        "solver_version": res.solver_version,
+        "prepare_time_s": prepare_time_s,
+        "time_limit": entry.solve.get("time_limit"),
+        "threads": entry.solve.get("threads"),
+        "seed": entry.solve.get("seed", 0),
+        "message": res.message,
+        "metrics": _scalar_metrics(res.metrics),
+        "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "config": entry.config_key(method),
+    }
+
+
+def _append(path: Path, record: Mapping[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_suite(
+    name_or_path: str | Path | Suite,
+    out_dir: str | Path | None = None,
+    *,
+    resume: bool = True,
+    progress: ProgressFn | None = None,
+) -> BenchReport:
+    """Run a suite (a name, a file or a loaded :class:`Suite`; see the module docstring) into ``out_dir`` (default
+    ``results/bench/<suite>``).
+
+    ``resume``: skip the pairs already in ``results.jsonl`` with the same configuration; otherwise start afresh.
+    ``progress`` receives a :class:`BenchEvent` before the run, before and after every pair. An exception (or
+    KeyboardInterrupt) during the run still writes the reports of what is finished, marked incomplete, and is
+    re-raised; the next run resumes from there.
+    """
+    from dlaopt.solvers import harness
+
+    suite = name_or_path if isinstance(name_or_path, Suite) else load_suite(name_or_path)
+    out = Path(out_dir) if out_dir is not None else DEFAULT_OUT_ROOT / suite.name
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(out)) from None
+    jsonl = out / RESULTS_JSONL
+    if not resume:
+        jsonl.unlink(missing_ok=True)
+    previous = read_records(jsonl)
+    pairs = suite.pairs
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[SuiteEntry, str]] = []
+    for entry, method in pairs:
+        rec = previous.get(_key(entry.name, method))
+        if rec is not None and rec.get("config") == entry.config_key(method):
+            records[_key(entry.name, method)] = rec
+        else:
+            todo.append((entry, method))
+    skipped = len(records)
+    env = environment(suite.solve.get("threads"))
+    total = len(pairs)
+    emit = progress or (lambda _ev: None)
+    emit(BenchEvent("start", skipped, total))
+    remaining = {e.name: sum(1 for e2, _ in todo if e2.name == e.name) for e in suite.entries}
+    prepared: dict[str, tuple[Prepared, float]] = {}
+    ran = 0
+    complete = False
+    try:
+        for entry, method in todo:
+            emit(BenchEvent("run", len(records), total, entry.name, method))
+            if entry.name not in prepared:
+                p = _prepare(entry, suite.file)
+                prepared[entry.name] = (p, p.prepare_time_s)
+            p, prep_s = prepared[entry.name]
+            solver = entry.solve.get("solver") if method == "exact" else None  # others keep their own, as compare
+            res = harness.solve(p, method, solver=solver, options=entry.options())
+            _restore_sigint()
+            rec = _record(entry, method, res, prep_s)
+            _append(jsonl, rec)
+            records[_key(entry.name, method)] = rec
+            ran += 1
+            remaining[entry.name] -= 1
+            if remaining[entry.name] == 0:
+                prepared.pop(entry.name, None)  # free the prepared data of a finished entry
+            emit(BenchEvent("done", len(records), total, entry.name, method, rec))
+        complete = True
+    finally:
+        rows = _rows(pairs, records)
+        report = BenchReport(suite, out, rows, env, ran, skipped, complete)
+        report.paths = write_reports(report)
+    return report
+
+
+def _restore_sigint() -> None:
+    """Re-install Python's SIGINT handler at the C level: CP-SAT (``catch_sigint_signal``, on by default) replaces it
+    during a solve and leaves SIG_DFL behind, after which Ctrl-C would kill the process without the reports of the
+    finished pairs being written."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is not None:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _prepare(entry: SuiteEntry, suite_file: str) -> Prepared:
+    """Prepare an entry's instance; an InputError of the problem's prepare step names the entry and its file."""
+    from dlaopt.solvers.harness import prepare
+
+    try:
+        return prepare(entry.instance)
+    except InputError as exc:
+        raise InputError(f"entry '{entry.name}': the problem cannot use the instance: {exc.render()}",
+                         file=suite_file) from None
+
+
+def ratio_to_best(rows: Sequence[Mapping[str, Any]]) -> list[float | None]:
+    """Per row, its verified objective divided by the best verified objective of the same instance (minimisation:
+    1 is the best); ``inf`` when the best is 0 and the row's is not; ``None`` for rows without a verified objective."""
+    best: dict[str, float] = {}
+    for r in rows:
+        v = r.get("objective")
+        if r.get("verified") and v is not None:
+            best[r["instance"]] = min(best.get(r["instance"], math.inf), float(v))
+    out: list[float | None] = []
+    for r in rows:
+        v, b = r.get("objective"), best.get(r["instance"])
+        if not r.get("verified") or v is None or b is None:
+            out.append(None)
+        elif b == 0:
+            out.append(1.0 if float(v) == 0 else math.inf)
+        else:
+            out.append(float(v) / b)
+    return out
+
+
+def _rows(pairs: Sequence[tuple[SuiteEntry, str]], records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = [dict(records[k]) for k in (_key(e.name, m) for e, m in pairs) if k in records]
+    for r, ratio in zip(rows, ratio_to_best(rows), strict=True):
+        r["ratio_to_best"] = ratio
+    return rows
+
+
+# ================================================================================================ reports
+def fmt_number(v: Any) -> str:
+    """Numbers for tables: up to 1e10 with thousands separators (integers exact, others rounded), larger ones and
+    small fractions to 4 significant digits (the CSV and JSON keep every digit)."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    f = float(v)
+    if math.isnan(f):
+        return "nan"
+    if math.isinf(f):
+        return "inf"
+    if abs(f) >= 1e10:
+        return f"{f:.4g}"
+    if f.is_integer():
+        return f"{int(f):,}"
+    if abs(f) >= 1e5:
+        return f"{f:,.0f}"
+    return f"{f:,.1f}" if abs(f) >= 1000 else f"{f:.4g}"
+
+
+def _fmt_gap(g: Any) -> str:
+    if g is None:
+        return "-"
+    return "inf" if math.isinf(float(g)) else f"{100 * float(g):.2f}%"
+
+
+def _fmt_ratio(r: Any) -> str:
+    if r is None:
+        return "-"
+    return "inf" if math.isinf(float(r)) else f"{float(r):.3f}"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str]) -> str:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+             "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def results_table_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    header = ["instance", "method", "status", "objective", "bound", "gap", "time [s]", "ratio to best", "verified"]
+    body = [[r["instance"], r["method"], r["status"], fmt_number(r.get("objective")), fmt_number(r.get("bound")),
+             _fmt_gap(r.get("gap")), f"{float(r.get('time_s') or 0.0):.2f}", _fmt_ratio(r.get("ratio_to_best")),
+             "yes" if r.get("verified") else "no"] for r in rows]
+    return _md_table(header, body, ["l", "l", "l", "r", "r", "r", "r", "r", "l"])
+
+
+def _limits_text(suite: Suite) -> str:
+    limits = sorted({e.solve.get("time_limit") for e in suite.entries}, key=lambda x: (x is None, x or 0))
+    parts = ["none" if t is None else f"{fmt_number(t)} s" for t in limits]
+    return "time limit " + " / ".join(parts) + " per (instance, method)"
+
+
+def total_seconds(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The time the rows took: every pair's time plus each instance's preparation once."""
+    prep: dict[str, float] = {}
+    for r in rows:
+        prep[r["instance"]] = float(r.get("prepare_time_s") or 0.0)
+    return sum(float(r.get("time_s") or 0.0) for r in rows) + sum(prep.values())
+
+
+def _seconds_text(t: float) -> str:
+    return f"{t:.0f} s" if t >= 10 else f"{t:.1f} s"
+
+
+def report_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mapping[str, Any], *,
+                    complete: bool = True) -> str:
+    lines = [f"# Benchmark suite `{suite.name}`", ""]
+    if suite.description:
+        lines += [suite.description, ""]
+    lines += [f"Suite file `{suite.file}`; {_limits_text(suite)}; {len(rows)} pairs in "
+              f"{_seconds_text(total_seconds(rows))}; objectives are minimised, the ratio is to the best verified "
+              "objective of the instance.", "", environment_markdown(env), ""]
+    if not complete:
+        lines += [f"**Incomplete**: {len(rows)} of {len(suite.pairs)} (instance, method) pairs finished; run "
+                  "`dlaopt bench` again to resume.", ""]
+    lines += [results_table_markdown(rows), ""]
+    return "\n".join(lines)
+
+
+def headline_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mapping[str, Any]) -> str:
+    """The compact table of the README: per instance, each method's objective (ratio to the best), exact's gap and
+    time; with one line of provenance (command, date, versions, machine, time limits)."""
+    methods: list[str] = []
+    for e in suite.entries:
+        methods += [m for m in e.methods if m not in methods]
+    by_key = {(r["instance"], r["method"]): r for r in rows}
+    body: list[list[str]] = []
+    for e in suite.entries:
+        cells = [e.name, e.instance.objective]
+        for m in methods:
+            r = by_key.get((e.name, m))
+            if r is None:
+                cells.append("-" if m not in e.methods else "(not run)")
+            elif r.get("verified") and r.get("objective") is not None:
+                cells.append(f"{fmt_number(r['objective'])} ({_fmt_ratio(r.get('ratio_to_best'))})")
+            else:
+                cells.append(str(r.get("status")))
+        ex = by_key.get((e.name, "exact"))
+        cells += [_fmt_gap(ex.get("gap")) if ex else "-", f"{float(ex.get('time_s') or 0):.2f}" if ex else "-"]
+        body.append(cells)
+    header = ["instance", "objective", *methods, "exact gap", "exact time [s]"]
+    align = ["l", "l", *(["r"] * len(methods)), "r", "r"]
+    threads = env.get("threads")
+    prov = (f"`dlaopt bench {suite.name}` on {str(env.get('date', ''))[:10]}: dlaopt {env.get('dlaopt')}, "
+            f"OR-Tools {env.get('ortools')}, highspy {env.get('highspy')}, "
+            f"solver threads {threads if threads is not None else 'default'}, {env.get('cpu_count')} CPUs, "
+            f"{_ram_text(env.get('ram_bytes'))} RAM; {_limits_text(suite)}; {len(rows)} pairs in "
+            f"{_seconds_text(total_seconds(rows))}. Each cell: objective (ratio to the best verified objective of the "
+            "row; minimised).")
+    return prov + "\n\n" + _md_table(header, body, align)
+
+
+def _csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+    return buf.getvalue()
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, Mapping):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+def write_reports(report: BenchReport) -> dict[str, Path]:
+    """``results.csv``, ``results.json`` and ``results.md`` in the report's folder (``results.jsonl`` is written as
+    the run goes)."""
+    out = report.out_dir
+    paths = {"jsonl": out / RESULTS_JSONL, "csv": out / RESULTS_CSV, "json": out / RESULTS_JSON,
+             "md": out / RESULTS_MD}
+    paths["csv"].write_text(_csv_text(report.rows), encoding="utf-8")
+    doc = {"suite": report.suite.name, "description": report.suite.description, "file": report.suite.file,
+           "complete": report.complete, "environment": report.environment, "columns": list(TABLE_COLUMNS),
+           "rows": report.rows}
+    paths["json"].write_text(json.dumps(_json_safe(doc), indent=1, allow_nan=False, default=str) + "\n",
+                             encoding="utf-8")
+    paths["md"].write_text(report.markdown, encoding="utf-8")
+    return paths
+
+
+# ================================================================================================ README
+def readme_block(readme: str | Path, suite_name: str) -> tuple[str, int, int]:
+    """The README's text and the span between its ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` markers
+    (each must occur exactly once, the start before the end)."""
+    from dlaopt.io.instance import read_text
+
+    text = read_text(readme)
+    start, end = MARKER_START.format(name=suite_name), MARKER_END.format(name=suite_name)
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise InputError(f"the README needs exactly one '{start}' followed by one '{end}' marker "
+                         f"(found {text.count(start)} and {text.count(end)})", file=str(readme),
+                         expected=f"a block {start} ... {end} where the table of suite '{suite_name}' goes")
+    return text, text.index(start) + len(start), text.index(end)
+
+
+def update_readme(readme: str | Path, suite_name: str, block: str) -> None:
+    """Replace what lies between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` in ``readme`` by ``block``;
+    nothing else in the file changes."""
+    text, i, j = readme_block(readme, suite_name)
+    new = text[:i] + "\n" + block.strip("\n") + "\n" + text[j:]
+    try:
+        Path(readme).write_text(new, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write the file: {exc.strerror or exc}", file=str(readme)) from None
+
+
+def main_summary(report: BenchReport) -> str:
+    """One line for logs: what ran, what was skipped, where the files are."""
+    return (f"suite {report.suite.name}: {report.ran} run, {report.skipped} skipped (already finished), "
+            f"{len(report.rows)} of {len(report.suite.pairs)} pairs; results in {report.out_dir}")
+
+
+__all__ = [
+    "BenchEvent",
+    "BenchReport",
+    "Suite",
+    "SuiteEntry",
+    "available_suites",
+    "environment",
+    "headline_markdown",
+    "load_suite",
+    "ratio_to_best",
+    "read_records",
+    "readme_block",
+    "run_suite",
+    "update_readme",
+    "write_reports",
+]
