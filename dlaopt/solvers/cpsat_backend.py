@@ -105,6 +105,9 @@ def configure_solver(options: SolveOptions) -> tuple[cp_model.CpSolver, list[str
     p.random_seed = int(options.seed)
     p.relative_gap_limit = float(options.mip_rel_gap)
     p.log_search_progress = bool(options.verbose)
+    # CP-SAT would install its own SIGINT handler and leave the default action behind, so that a later Ctrl-C kills
+    # the process instead of raising KeyboardInterrupt (the harness and `dlaopt bench` report interruptions)
+    p.catch_sigint_signal = False
     if options.time_limit is not None:
         p.max_time_in_seconds = float(options.time_limit)
     if options.node_limit is not None:
