@@ -399,3 +399,25 @@ class PlotKind:
 
     def __repr__(self) -> str:
         return f"PlotKind({self.name!r})"
+
+
+def layer_values(result: Result, names: Sequence[str], key: str) -> list[float]:
+    """``result.metrics["layers"][…][key]`` in the order of ``names`` (NaN where a layer is missing)."""
+    per = {rec["layer"]: rec for rec in result.metrics["layers"]}
+    return [float(per[n][key]) if n in per else math.nan for n in names]
+
+
+def layer_comparison_frame(results: Sequence[Result], title: str | None, what: str, *, per: float, base: float,
+                           minimum: float) -> tuple[Figure, Axes, Axes, list[Result], list[str], bool]:
+    """The two stacked panels of a per-layer comparison, the methods with per-layer metrics and the layer names
+    (workload order); the last item is False when no method has any (the figure then carries the note)."""
+    shown = [r for r in solved(results) if r.metrics.get("layers")]
+    names: list[str] = list(dict.fromkeys(rec["layer"] for r in shown for rec in r.metrics["layers"]))
+    fig = new_figure(category_width(max(len(names), 1) * max(len(shown), 1), per=per, base=base, minimum=minimum),
+                     7.5)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    if not shown:
+        empty_note(top, "no method has a verified solution")
+        bottom.set_axis_off()
+        set_titles(fig, comparison_title(results, title, what), missing_note(results, shown))
+    return fig, top, bottom, shown, names, bool(shown)

@@ -40,6 +40,8 @@ from dlaopt.plots.common import (
     empty_note,
     fmt_num,
     join,
+    layer_comparison_frame,
+    layer_values,
     log_axis,
     missing_note,
     new_figure,
@@ -47,7 +49,6 @@ from dlaopt.plots.common import (
     plural,
     set_titles,
     si_scale,
-    solved,
     tick_labels,
 )
 
@@ -331,21 +332,14 @@ def plot_layers(prepared: Prepared, sol: MappingSolution, evaluation: Evaluation
 
 # ================================================================================================ comparison
 def plot_compare_layers(results: Sequence[Result], prepared: Prepared | None, title: str | None) -> Figure:
-    shown = [r for r in solved(results) if r.metrics.get("layers")]
-    layer_names: list[str] = list(dict.fromkeys(rec["layer"] for r in shown for rec in r.metrics["layers"]))
-    n_layers = len(layer_names)
-    fig = new_figure(category_width(max(n_layers, 1) * max(len(shown), 1), per=0.22, base=4.0, minimum=9.0), 7.5)
-    ax_e, ax_l = fig.subplots(2, 1, sharex=True)
-    if not shown:
-        empty_note(ax_e, "no method has a verified solution")
-        ax_l.set_axis_off()
-        set_titles(fig, comparison_title(results, title, "per-layer energy and latency per method"),
-                   missing_note(results, shown))
+    fig, ax_e, ax_l, shown, layer_names, any_shown = layer_comparison_frame(
+        results, title, "per-layer energy and latency per method", per=0.22, base=4.0, minimum=9.0)
+    if not any_shown:
         return fig
+    n_layers = len(layer_names)
 
     def values(r: Result, key: str) -> list[float]:
-        per = {rec["layer"]: rec for rec in r.metrics["layers"]}
-        return [float(per[n][key]) if n in per else math.nan for n in layer_names]
+        return layer_values(r, layer_names, key)
 
     all_e = [v for r in shown for v in values(r, "energy_pj")]
     all_l = [v for r in shown for v in values(r, "latency_cycles")]

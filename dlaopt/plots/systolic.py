@@ -28,12 +28,13 @@ from dlaopt.plots.common import (
     empty_note,
     fmt_num,
     join,
+    layer_comparison_frame,
+    layer_values,
     missing_note,
     new_figure,
     plural,
     set_titles,
     si_scale,
-    solved,
     tick_labels,
 )
 
@@ -127,21 +128,14 @@ def plot_layers(prepared: Prepared, sol: SystolicSolution, evaluation: Evaluatio
 
 
 def plot_compare_layers(results: Sequence[Result], prepared: Prepared | None, title: str | None) -> Figure:
-    shown = [r for r in solved(results) if r.metrics.get("layers")]
-    names: list[str] = list(dict.fromkeys(p["layer"] for r in shown for p in r.metrics["layers"]))
-    n = len(names)
-    fig = new_figure(category_width(max(n, 1) * max(len(shown), 1), per=0.2, base=5.0, minimum=10.0), 7.5)
-    ax_e, ax_d = fig.subplots(2, 1, sharex=True)
-    if not shown:
-        empty_note(ax_e, "no method has a verified solution")
-        ax_d.set_axis_off()
-        set_titles(fig, comparison_title(results, title, "per-layer energy and delay per method"),
-                   missing_note(results, shown))
+    fig, ax_e, ax_d, shown, names, any_shown = layer_comparison_frame(
+        results, title, "per-layer energy and delay per method", per=0.2, base=5.0, minimum=10.0)
+    if not any_shown:
         return fig
+    n = len(names)
 
     def col(r: Result, key: str) -> list[float]:
-        per = {p["layer"]: p for p in r.metrics["layers"]}
-        return [float(per[x][key]) if x in per else math.nan for x in names]
+        return layer_values(r, names, key)
 
     es, eu = si_scale([v for r in shown for v in col(r, "energy_j")], "J")
     ds, du = si_scale([v for r in shown for v in col(r, "delay_cycles")], "cycles")
