@@ -421,3 +421,8 @@ def layer_comparison_frame(results: Sequence[Result], title: str | None, what: s
         bottom.set_axis_off()
         set_titles(fig, comparison_title(results, title, what), missing_note(results, shown))
     return fig, top, bottom, shown, names, bool(shown)
+
+
+def layer_scales(shown: Sequence[Result], names: Sequence[str], *series: tuple[str, str]) -> list[tuple[float, str]]:
+    """For each ``(metric key, unit)``: the SI scale and unit of that per-layer metric over every shown method."""
+    return [si_scale([v for r in shown for v in layer_values(r, names, key)], unit) for key, unit in series]

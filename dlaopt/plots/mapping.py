@@ -41,6 +41,7 @@ from dlaopt.plots.common import (
     fmt_num,
     join,
     layer_comparison_frame,
+    layer_scales,
     layer_values,
     log_axis,
     missing_note,
@@ -341,10 +342,7 @@ def plot_compare_layers(results: Sequence[Result], prepared: Prepared | None, ti
     def values(r: Result, key: str) -> list[float]:
         return layer_values(r, layer_names, key)
 
-    all_e = [v for r in shown for v in values(r, "energy_pj")]
-    all_l = [v for r in shown for v in values(r, "latency_cycles")]
-    es, eu = si_scale(all_e, "pJ")
-    ls, lu = si_scale(all_l, "cycles")
+    (es, eu), (ls, lu) = layer_scales(shown, layer_names, ("energy_pj", "pJ"), ("latency_cycles", "cycles"))
     if n_layers == 1:  # one layer: one bar per method, labelled with its value
         xs = np.arange(len(shown))
         cols = [colour(results.index(r)) for r in shown]

@@ -29,6 +29,7 @@ from dlaopt.plots.common import (
     fmt_num,
     join,
     layer_comparison_frame,
+    layer_scales,
     layer_values,
     missing_note,
     new_figure,
@@ -133,12 +134,7 @@ def plot_compare_layers(results: Sequence[Result], prepared: Prepared | None, ti
     if not any_shown:
         return fig
     n = len(names)
-
-    def col(r: Result, key: str) -> list[float]:
-        return layer_values(r, names, key)
-
-    es, eu = si_scale([v for r in shown for v in col(r, "energy_j")], "J")
-    ds, du = si_scale([v for r in shown for v in col(r, "delay_cycles")], "cycles")
+    (es, eu), (ds, du) = layer_scales(shown, names, ("energy_j", "J"), ("delay_cycles", "cycles"))
     xs = np.arange(n)
     width = 0.84 / len(shown)
     used: set[str] = set()
@@ -149,7 +145,7 @@ def plot_compare_layers(results: Sequence[Result], prepared: Prepared | None, ti
         used |= {per[x]["schedule"] for x in names if x in per}
         c = colour(results.index(r))
         for ax, key, sc in ((ax_e, "energy_j", es), (ax_d, "delay_cycles", ds)):
-            vals = [_finite(v) / sc for v in col(r, key)]
+            vals = [_finite(v) / sc for v in layer_values(r, names, key)]
             bars = ax.bar(xs + off, vals, width=width, color=c, edgecolor="white", linewidth=0.4)
             for bar, h in zip(bars, hatches, strict=True):
                 bar.set_hatch(h)
