@@ -7,6 +7,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 from dlaopt.errors import InputError
@@ -29,50 +30,24 @@ class ProblemSpec:
     workloads: tuple[str, ...] = ("graph",)  # accepted workload kinds: "graph", "task" (job group), "jobs" (table)
 
 
-PROBLEM_SPECS: dict[str, ProblemSpec] = {
-    "pinning": ProblemSpec(
-        name="pinning",
-        title="Multi-scratchpad tensor pinning",
-        objectives=pinning_options.OBJECTIVES,
-        options_schema=pinning_options.OPTIONS_SCHEMA,
-        default_options=pinning_options.DEFAULT_OPTIONS,
-        implementation="dlaopt.formulations.pinning.problem:PinningProblem",
-    ),
-    "mapping": ProblemSpec(
-        name="mapping",
-        title="Tiling and loop-order selection (mapping)",
-        objectives=mapping_options.OBJECTIVES,
-        options_schema=mapping_options.OPTIONS_SCHEMA,
-        default_options=mapping_options.DEFAULT_OPTIONS,
-        implementation="dlaopt.formulations.mapping.problem:MappingProblem",
-    ),
-    "systolic": ProblemSpec(
-        name="systolic",
-        title="Layer-specific scheduling and hardware co-design of a systolic array (DeepOpt)",
-        objectives=systolic_options.OBJECTIVES,
-        options_schema=systolic_options.OPTIONS_SCHEMA,
-        default_options=systolic_options.DEFAULT_OPTIONS,
-        implementation="dlaopt.formulations.systolic.problem:SystolicProblem",
-    ),
-    "multiaccel": ProblemSpec(
-        name="multiaccel",
-        title="Multi-accelerator job assignment under a shared system bandwidth (MAGMA)",
-        objectives=multiaccel_options.OBJECTIVES,
-        options_schema=multiaccel_options.OPTIONS_SCHEMA,
-        default_options=multiaccel_options.DEFAULT_OPTIONS,
-        implementation="dlaopt.formulations.multiaccel.problem:MultiAccelProblem",
-        hardware="platform",
-        workloads=("task", "jobs", "graph"),
-    ),
-    "bankmap": ProblemSpec(
-        name="bankmap",
-        title="Global memory-bank mapping (layouts across banks, few inter-bank copies)",
-        objectives=bankmap_options.OBJECTIVES,
-        options_schema=bankmap_options.OPTIONS_SCHEMA,
-        default_options=bankmap_options.DEFAULT_OPTIONS,
-        implementation="dlaopt.formulations.bankmap.problem:BankMapProblem",
-    ),
-}
+def _spec(name: str, title: str, options: ModuleType, problem_class: str, **kinds: Any) -> ProblemSpec:
+    """The spec of ``dlaopt.formulations.<name>``: objectives and options from its ``options`` module, the problem
+    class in its ``problem`` module."""
+    return ProblemSpec(name=name, title=title, objectives=options.OBJECTIVES, options_schema=options.OPTIONS_SCHEMA,
+                       default_options=options.DEFAULT_OPTIONS,
+                       implementation=f"dlaopt.formulations.{name}.problem:{problem_class}", **kinds)
+
+
+PROBLEM_SPECS: dict[str, ProblemSpec] = {s.name: s for s in (
+    _spec("pinning", "Multi-scratchpad tensor pinning", pinning_options, "PinningProblem"),
+    _spec("mapping", "Tiling and loop-order selection (mapping)", mapping_options, "MappingProblem"),
+    _spec("systolic", "Layer-specific scheduling and hardware co-design of a systolic array (DeepOpt)",
+          systolic_options, "SystolicProblem"),
+    _spec("multiaccel", "Multi-accelerator job assignment under a shared system bandwidth (MAGMA)",
+          multiaccel_options, "MultiAccelProblem", hardware="platform", workloads=("task", "jobs", "graph")),
+    _spec("bankmap", "Global memory-bank mapping (layouts across banks, few inter-bank copies)", bankmap_options,
+          "BankMapProblem"),
+)}
 
 
 def problem_spec(name: str, *, path: tuple[str | int, ...] = ("problem",)) -> ProblemSpec:
