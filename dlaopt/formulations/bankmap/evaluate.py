@@ -6,13 +6,15 @@ Evaluator (:func:`evaluate`)
     (graph input or weight) = ``mapping.homes``. For every tensor and every distinct layout ``R ≠ home`` required by
     some consumer: one relayout copy of ``bytes_t``, **on chip** when the tensor is resident and fits a bank in both
     layouts (per-bank footprint ``ceil(dim / B) · bytes / dim ≤ bank_bytes``), else **off chip**. A produced tensor
-    is resident unless it does not fit in its home layout or the mapping puts it in ``off_chip``; a tensor that is not
-    resident **spills**: ``bytes_t`` written + ``bytes_t`` read back per consuming operator; free
-    tensors never spill (their load is compulsory, the same for every mapping). Objective = on-chip copy bytes +
-    ``w`` · (off-chip copy bytes + spill bytes).
+    is resident unless it does not fit in its home layout, the mapping puts it in ``off_chip`` or the model forces it
+    off chip (:attr:`~dlaopt.formulations.bankmap.layouts.LayoutModel.off_chip_tensors`, charged as off chip even
+    when a mapping omits it); a tensor that is not resident **spills**: ``bytes_t`` written + ``bytes_t`` read back
+    per consuming operator; free tensors never spill (their load is compulsory, the same for every mapping).
+    Objective = on-chip copy bytes + ``w`` · (off-chip copy bytes + spill bytes).
 
 Validation (:func:`validate_mapping`)
-    Names and indices; operand counts and axes in range; the layout rules of the restricted kinds (conv2d,
+    Names and indices; every forced off-chip tensor listed in the mapping's ``off_chip``; operand counts and axes in
+    range; the layout rules of the restricted kinds (conv2d,
     depthwise, matmul, pool) restated here; and **bank locality** of every non-free choice of the data-movement and
     aligned kinds: the operator is run (with numpy index semantics written here, not the choice builder's rules) on
     arrays holding each input element's bank under its required layout, and every output element must come out in
@@ -193,6 +195,8 @@ def validate_mapping(model: LayoutModel, mapping: BankMapping, *,
     for extra in sorted(set(mapping.homes) - set(model.free_tensors)):
         out.append(f"mapping gives a home to '{extra}', which is not a free tensor (graph input or weight) "
                    f"read by an operator")
+    for t in sorted(t for t in model.off_chip_tensors if t not in mapping.off_chip):
+        out.append(f"tensor '{t}' must be off chip (options.off_chip_tensors) but the mapping keeps it resident")
     for t in model.free_tensors:
         h = mapping.homes.get(t)
         if h is None:
@@ -275,7 +279,7 @@ def evaluate(model: LayoutModel, mapping: BankMapping, offchip_weight: float = D
         def fits(axis: int, shape: tuple[int, ...] = tensor.shape, nb: int = nbytes) -> bool:
             return _footprint(shape, nb, axis, B) <= cap
 
-        resident = fits(home) and t not in mapping.off_chip
+        resident = fits(home) and t not in mapping.off_chip and t not in model.off_chip_tensors
         for r in sorted(required.get(t, set()) - {home}):
             copies.append(Copy(t, home, r, nbytes, resident and fits(r)))
         if tensor.role.is_produced and not resident:

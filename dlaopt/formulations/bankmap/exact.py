@@ -19,9 +19,12 @@ Sets: operators :math:`o` with choices :math:`c \in C_o`; tensors :math:`t`; lay
 
 :math:`y_{t,h,R} \in [0, 1]` (continuous: integral at the optimum whenever its cost is positive) is the relayout copy
 of :math:`t` from home :math:`h` to layout :math:`R`; its cost :math:`\kappa_{t,h,R} = \text{bytes}_t` when ``t``
-fits a bank in both :math:`h` and :math:`R` (on chip), else :math:`w \cdot \text{bytes}_t` (off chip) — the copy
-variables are indexed by the pair of layouts because its classification depends on both. :math:`\sigma_{t,a}` is
-the spill of a produced tensor in layout :math:`a` (``bytes · (1 + consumers)`` when it does not fit, else 0).
+is resident in :math:`h` and fits a bank in :math:`R` (on chip), else :math:`w \cdot \text{bytes}_t` (off chip) — the
+copy variables are indexed by the pair of layouts because its classification depends on both. :math:`\sigma_{t,a}` is
+the spill of a produced tensor in layout :math:`a` (``bytes · (1 + consumers)`` when it is not resident, else 0). A
+tensor forced off chip (``LayoutModel.off_chip_tensors``) is resident in no layout: all its copies are off-chip
+copies and its spill is the same in every layout, so it adds a constant (carried by its producer's choice columns,
+exactly one of which is 1) to the objective; :meth:`BankMilp.decode` lists it in the mapping's ``off_chip``.
 Every term is a constant per (tensor, layout) or pair of layouts, so the objective is linear and equals the
 evaluator's; :func:`solve_exact` checks that. Only the pairs that can occur get a column (homes a producer choice
 can write, layouts a consumer choice can require). The model is built in blocks of numpy arrays with
@@ -74,7 +77,7 @@ class BankMilp:
         lm = self.layout_model
         choices = {o.name: int(np.argmax(x[self.x_start[k]:self.x_start[k + 1]])) for k, o in enumerate(lm.ops)}
         homes = {t: int(np.argmax(x[self.h_start[k]:self.h_start[k + 1]])) for k, t in enumerate(lm.free_tensors)}
-        return BankMapping(choices, homes)
+        return BankMapping(choices, homes, lm.off_chip_tensors)
 
 
 def _ragged(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +95,12 @@ def build_milp(lm: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) 
     nbytes = np.array([lm.nbytes(t) for t in lm.tensor_names], dtype=float)
     max_rank = max(lm.rank(t) for t in lm.tensor_names)
     fits = np.zeros((len(tid), max_rank), dtype=bool)
+    resident = np.zeros((len(tid), max_rank), dtype=bool)  # fits and not forced off chip
     spill = np.zeros((len(tid), max_rank))
     for t, i in tid.items():
         for a in range(lm.rank(t)):
             fits[i, a] = lm.fits(t, a)
+            resident[i, a] = lm.resident(t, a)
             spill[i, a] = lm.spill_bytes(t, a)
 
     mb = LinearModelBuilder(f"bankmap:{wl.name}")
@@ -161,7 +166,7 @@ def build_milp(lm: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) 
     y_t, y_h, y_r = pair_t[seg], home_axis[pos], pair_r[seg]
     keep = y_h != y_r
     y_t, y_h, y_r = y_t[keep], y_h[keep], y_r[keep]
-    on_chip = fits[y_t, y_h] & fits[y_t, y_r]
+    on_chip = resident[y_t, y_h] & fits[y_t, y_r]
     y_cost = nbytes[y_t] * np.where(on_chip, 1.0, w)
     y_cols = mb.add_vars("y", y_t.size, upper=1.0, cost=y_cost)
     ykey = (y_t * max_rank + y_h) * max_rank + y_r

@@ -46,19 +46,29 @@ Choices
     * Graph inputs and weights (tensors no operator produces) are loaded from main memory: their *home* layout is
       chosen by the method, at no cost.
 
+Forced off-chip tensors
+    :attr:`LayoutModel.off_chip_tensors` names produced tensors that live in main memory between their producer and
+    their consumers whatever the mapping (e.g. decided by a tensor-pinning stage run before bank mapping; instance
+    option ``off_chip_tensors``). Such a tensor is never *resident*: it spills and every relayout copy of it is an
+    off-chip copy, in every layout; bank mapping still chooses its layout (its producer's choice). Every solution must
+    list it in :attr:`BankMapping.off_chip` (the evaluator reports a violation otherwise). Free tensors cannot be
+    forced (they are loaded from main memory by every mapping already and never spill).
+
 Costs (see :mod:`dlaopt.formulations.bankmap.evaluate`)
     A tensor's **home** layout is what its producer's choice writes (or the chosen one for a free tensor). For every
     distinct layout ``R ≠ home`` some consumer requires, one **relayout copy** of ``bytes_t`` is made: **on chip** if
-    ``t`` fits in both ``home`` and ``R``, otherwise **off chip** (through main memory). A *produced* tensor that
-    does not fit in its home layout **spills**: ``bytes_t`` written plus ``bytes_t`` read back per consuming
-    operator. Free tensors never spill (their load from main memory is compulsory and the same for every mapping).
+    ``t`` is resident (it fits in ``home`` and is not forced off chip) and fits in ``R``, otherwise **off chip**
+    (through main memory). A *produced* tensor that is not resident **spills**: ``bytes_t`` written plus ``bytes_t``
+    read back per consuming operator (a mapping may also keep a resident-capable tensor off chip through
+    :attr:`BankMapping.off_chip`, as ``local`` does; the evaluator charges it the same way). Free tensors never
+    spill (their load from main memory is compulsory and the same for every mapping).
     Objective = on-chip copy bytes + ``w`` · (off-chip copy bytes + spill bytes).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +134,8 @@ class BankMapping:
     """A solution: ``choices[op]`` indexes the operator's :attr:`OpLayouts.choices`; ``homes[t]`` is the home layout
     (axis) of every free tensor ``t`` (graph inputs and weights that some operator reads); ``off_chip`` names produced
     tensors the mapping writes to main memory between their producer and their consumers even though they fit on
-    chip (the ``local`` baseline keeps an output on chip only for the next operator)."""
+    chip (the ``local`` baseline keeps an output on chip only for the next operator); it must include the model's
+    :attr:`LayoutModel.off_chip_tensors`."""
 
     choices: Mapping[str, int]
     homes: Mapping[str, int] = field(default_factory=dict)
@@ -136,7 +147,8 @@ class BankMapping:
 
 @dataclass(frozen=True)
 class LayoutModel:
-    """The choice model of a workload on ``banks`` banks of ``bank_bytes`` each. Built by :func:`build_layout_model`."""
+    """The choice model of a workload on ``banks`` banks of ``bank_bytes`` each. Built by :func:`build_layout_model`.
+    ``off_chip_tensors``: produced tensors forced off chip in every solution (see the module docstring)."""
 
     workload: Workload
     banks: int
@@ -144,6 +156,7 @@ class LayoutModel:
     ops: tuple[OpLayouts, ...]
     tensor_names: tuple[str, ...]  # every tensor some operator touches, schedule order of first use
     free_tensors: tuple[str, ...]  # tensors no operator produces (inputs, weights), consumed by some operator
+    off_chip_tensors: frozenset[str] = frozenset()  # produced tensors kept in main memory by every solution
 
     # ------------------------------------------------------------------------------------------------ tensors
     def shape(self, t: str) -> tuple[int, ...]:
@@ -163,6 +176,10 @@ class LayoutModel:
     def fits(self, t: str, axis: int) -> bool:
         return self.footprint(t, axis) <= self.bank_bytes
 
+    def resident(self, t: str, axis: int) -> bool:
+        """Can ``t`` stay on chip with home layout ``axis``: it fits and is not forced off chip."""
+        return t not in self.off_chip_tensors and self.fits(t, axis)
+
     def producer(self, t: str) -> int | None:
         return self.workload.producer.get(t)
 
@@ -174,12 +191,12 @@ class LayoutModel:
         """Cost of one relayout copy of ``t`` from ``home`` to ``required`` (0 when they are equal)."""
         if home == required:
             return 0.0
-        on_chip = self.fits(t, home) and self.fits(t, required)
+        on_chip = self.resident(t, home) and self.fits(t, required)
         return float(self.nbytes(t)) * (1.0 if on_chip else offchip_weight)
 
     def spill_bytes(self, t: str, home: int) -> int:
-        """Off-chip bytes of ``t`` stored in ``home``: 0 when it fits or is a free tensor, else write + reads."""
-        if self.producer(t) is None or self.fits(t, home):
+        """Off-chip bytes of ``t`` stored in ``home``: 0 when it is resident or a free tensor, else write + reads."""
+        if self.producer(t) is None or self.resident(t, home):
             return 0
         return self.nbytes(t) * (1 + len(self.consumers(t)))
 
@@ -362,8 +379,26 @@ def op_choices(op: Operator, shapes: Mapping[str, tuple[int, ...]], banks: int) 
     return _free_choices(len(ins), [len(s) for s in outs])
 
 
-def build_layout_model(workload: Workload, banks: int, bank_bytes: int) -> LayoutModel:
-    """The choice model of ``workload`` on ``banks`` banks of ``bank_bytes`` bytes each."""
+def off_chip_tensor_error(workload: Workload, name: Any) -> tuple[str, str] | None:
+    """Why ``name`` cannot be forced off chip, as ``(message, expected)``; ``None`` when it can (a tensor some
+    operator produces)."""
+    expected = "the name of a tensor some operator produces"
+    if not isinstance(name, str) or name not in workload.tensors:
+        return f"no tensor named {name!r} in the workload", expected
+    if name not in workload.producer:
+        return (f"tensor '{name}' is a graph input or weight: it is loaded from main memory by every mapping and "
+                f"never spills, so it cannot be forced off chip"), expected
+    return None
+
+
+def build_layout_model(workload: Workload, banks: int, bank_bytes: int,
+                       off_chip_tensors: Collection[str] = ()) -> LayoutModel:
+    """The choice model of ``workload`` on ``banks`` banks of ``bank_bytes`` bytes each, with the produced tensors
+    ``off_chip_tensors`` forced off chip (:func:`off_chip_tensor_error` says why a name is refused)."""
+    for name in off_chip_tensors:
+        why = off_chip_tensor_error(workload, name)
+        if why is not None:
+            raise BankMappingError(f"off_chip_tensors: {why[0]}")
     if int(banks) < 1:
         raise BankMappingError(f"banks must be at least 1, got {banks}")
     if int(bank_bytes) < 1:
@@ -381,4 +416,5 @@ def build_layout_model(workload: Workload, banks: int, bank_bytes: int) -> Layou
             raise BankMappingError(f"operator '{op.name}' ({op.kind.value}) has no layout choice")
         ops.append(OpLayouts(i, op.name, op.kind.value, tuple(choices)))
     free = tuple(t for t in names if t not in workload.producer)
-    return LayoutModel(workload, int(banks), int(bank_bytes), tuple(ops), tuple(names), free)
+    return LayoutModel(workload, int(banks), int(bank_bytes), tuple(ops), tuple(names), free,
+                       frozenset(off_chip_tensors))

@@ -24,6 +24,11 @@
        graphs; it makes ``propagate <= local`` hold on every graph). :class:`PropagationInfo` says which case
        happened. Steps 1-3 alone end above ``local`` when a greedy choice against one fixed neighbour forces copies
        further on (5 of those 900 graphs).
+
+Forced off-chip tensors (:attr:`~dlaopt.formulations.bankmap.layouts.LayoutModel.off_chip_tensors`)
+    Both methods list them in the mapping's ``off_chip`` (``local``: together with :func:`local_off_chip`). The
+    costs ``propagate`` weighs come from :meth:`LayoutModel.copy_cost` / :meth:`LayoutModel.spill_bytes`, which
+    already treat them as non-resident, so its choices account for them.
 """
 
 from __future__ import annotations
@@ -78,14 +83,15 @@ def local(model: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) ->
                 homes[t] = r
     for t in model.free_tensors:
         homes.setdefault(t, _largest_axis(model, t))
-    return BankMapping(choices, homes, local_off_chip(model))
+    return BankMapping(choices, homes, local_off_chip(model) | model.off_chip_tensors)
 
 
 def local_off_chip(model: LayoutModel) -> frozenset[str]:
     """The tensors the local baseline writes to main memory: produced tensors that the next operator in the
     schedule does not read ("keeps the output of an operator in on-chip memory if it will be directly used as the
     input of the next operator", seed 002 §3) — e.g. a residual block's input, read again by the add. Graph outputs
-    nobody reads are written out by every method alike and not counted."""
+    nobody reads are written out by every method alike and not counted. (The model's forced off-chip tensors are
+    added by :func:`local`, not here.)"""
     wl = model.workload
     read = {t for op in wl.operators for t in op.inputs}
     out = set()
@@ -190,7 +196,7 @@ def _improve(model: LayoutModel, mapping: BankMapping, w: float, target: float) 
             for c in range(len(o.choices)):
                 if c == choices[o.name]:
                     continue
-                trial = BankMapping({**choices, o.name: c}, homes)
+                trial = BankMapping({**choices, o.name: c}, homes, mapping.off_chip)
                 obj = _objective(model, trial, w)
                 if obj < current - _EPS * max(1.0, abs(current)):
                     choices[o.name], current, improved, moves = c, obj, True, moves + 1
@@ -198,11 +204,11 @@ def _improve(model: LayoutModel, mapping: BankMapping, w: float, target: float) 
             for h in range(model.rank(t)):
                 if h == homes[t]:
                     continue
-                trial = BankMapping(choices, {**homes, t: h})
+                trial = BankMapping(choices, {**homes, t: h}, mapping.off_chip)
                 obj = _objective(model, trial, w)
                 if obj < current - _EPS * max(1.0, abs(current)):
                     homes[t], current, improved, moves = h, obj, True, moves + 1
-    return BankMapping(choices, homes), current, moves
+    return BankMapping(choices, homes, mapping.off_chip), current, moves
 
 
 def propagate_detailed(model: LayoutModel,
@@ -230,7 +236,7 @@ def propagate_detailed(model: LayoutModel,
             st.fix(first, local_choice(model, first))
             seeded += 1
     homes = {t: st.free_home(t) for t in model.free_tensors}
-    mapping = BankMapping({o.name: st.fixed[o.index] for o in model.ops}, homes)
+    mapping = BankMapping({o.name: st.fixed[o.index] for o in model.ops}, homes, model.off_chip_tensors)
     base = local(model, w)
     local_obj = _objective(model, base, w)
     prop_obj = _objective(model, mapping, w)

@@ -24,6 +24,17 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "The evaluator also runs the functional check (banked numpy execution compared with a "
             "plain one) when the workload has at most this many elements in all its tensors; 0 disables it.",
         },
+        "off_chip_tensors": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "uniqueItems": True,
+            "default": [],
+            "description": "Produced tensors that live in main memory between their producer and consumers (e.g. "
+            "decided by a tensor-pinning stage): they are off chip in every solution; bank mapping lays out what "
+            "stays on chip. Each one spills (written once, read back by every consuming operator) and its relayout "
+            "copies go through main memory, whatever its layout. Graph inputs and weights are not allowed: they are "
+            "loaded from main memory by every mapping and never spill in this model.",
+        },
     },
 }
 

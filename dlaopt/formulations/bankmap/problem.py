@@ -6,6 +6,14 @@ preset ``banked``. Methods ``local`` (the seed's baseline), ``propagate`` (the s
 on HiGHS, warm-started from ``propagate``). The evaluator (:mod:`.evaluate`) recomputes copies and spills from the
 layouts and, on graphs small enough, runs the functional check: the graph executed from numpy bank arrays, each
 operator reading its operands in the layout it requires, compared bit for bit with a plain execution.
+
+The prepared data is a :class:`BankMapData`: the :class:`~dlaopt.formulations.bankmap.layouts.LayoutModel` (of which
+it is a subclass, so every function of the package and the plots take it as is) with the instance options the
+protocol's methods need — nothing is kept on the (shared) problem object. Option ``off_chip_tensors`` (e.g. the
+tensors a tensor-pinning stage sends through main memory) becomes the model's forced off-chip set: every method puts
+those tensors in the mapping's ``off_chip`` and the evaluator rejects a solution that omits one. Names are checked
+here: an unknown tensor, or a graph input or weight (which never spills in this model, so forcing it would mean
+nothing), is an :class:`~dlaopt.errors.InputError` located at ``options.off_chip_tensors[i]``.
 """
 
 from __future__ import annotations
@@ -13,12 +21,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.bankmap import options as opts
 from dlaopt.formulations.bankmap.evaluate import BankMappingError, evaluate, functional_check
-from dlaopt.formulations.bankmap.layouts import BankMapping, LayoutModel, build_layout_model
+from dlaopt.formulations.bankmap.layouts import (
+    DEFAULT_OFFCHIP_WEIGHT,
+    BankMapping,
+    LayoutModel,
+    build_layout_model,
+    off_chip_tensor_error,
+)
 from dlaopt.formulations.bankmap.methods import local, propagate
 from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
 from dlaopt.hardware.model import Accelerator, MemoryKind
@@ -40,7 +55,42 @@ def banks_of(acc: Accelerator, source: str | None = None) -> tuple[int, int]:
     return mem.banks, mem.capacity_bytes // mem.banks
 
 
-class BankMapProblem(Problem[LayoutModel, BankMapping]):
+@dataclass(frozen=True)
+class BankMapData(LayoutModel):
+    """A prepared bank-mapping instance: its layout model plus the options of the objective and of the evaluation."""
+
+    offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT
+    functional_check_limit: int = int(opts.DEFAULT_OPTIONS["functional_check_limit"])
+
+    @classmethod
+    def of(cls, model: LayoutModel, options: Mapping[str, Any]) -> BankMapData:
+        """``model`` with ``options`` (missing keys take their defaults)."""
+        o = {**opts.DEFAULT_OPTIONS, **dict(options)}
+        parts = {f.name: getattr(model, f.name) for f in fields(LayoutModel)}
+        return cls(**parts, offchip_weight=float(o["offchip_weight"]),
+                   functional_check_limit=int(o["functional_check_limit"]))
+
+
+def _off_chip_option(instance: Instance) -> list[str]:
+    """The validated ``off_chip_tensors`` option (InputError located at the offending entry)."""
+    names = instance.options.get("off_chip_tensors", [])
+    path: tuple[str | int, ...] = ("options", "off_chip_tensors")
+    if not isinstance(names, list | tuple):
+        raise InputError("off_chip_tensors must be a list of tensor names", file=instance.source, path=path,
+                         expected="an array of unique tensor names")
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        why = off_chip_tensor_error(instance.graph, name)
+        if why is not None:
+            raise InputError(why[0], file=instance.source, path=(*path, i), expected=why[1])
+        if name in seen:
+            raise InputError(f"tensor '{name}' is listed twice", file=instance.source, path=(*path, i),
+                             expected="unique tensor names")
+        seen.add(name)
+    return list(names)
+
+
+class BankMapProblem(Problem[BankMapData, BankMapping]):
     name = "bankmap"
     title = "Global memory-bank mapping (layouts across banks, few inter-bank copies)"
     objectives = opts.OBJECTIVES
@@ -54,42 +104,39 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
     )
 
     # ------------------------------------------------------------------------------------------------ data
-    def prepare(self, instance: Instance) -> LayoutModel:
-        options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
+    def prepare(self, instance: Instance) -> BankMapData:
         banks, bank_bytes = banks_of(instance.accelerator, instance.source)
+        off_chip = _off_chip_option(instance)
         try:
-            model = build_layout_model(instance.graph, banks, bank_bytes)
+            model = build_layout_model(instance.graph, banks, bank_bytes, off_chip)
         except BankMappingError as exc:
             raise InputError(str(exc), file=instance.source, path=("workload",)) from None
-        self._options = options
-        return model
+        return BankMapData.of(model, instance.options)
 
-    def _weight(self) -> float:
-        return float(getattr(self, "_options", opts.DEFAULT_OPTIONS)["offchip_weight"])
-
-    def infeasibility_reason(self, data: LayoutModel) -> str | None:
+    def infeasibility_reason(self, data: BankMapData) -> str | None:
         for o in data.ops:
             if not o.choices:
                 return f"operator {o.name} ({o.kind}) has no layout choice"
         return None
 
-    def describe(self, data: LayoutModel) -> dict[str, Any]:
+    def describe(self, data: BankMapData) -> dict[str, Any]:
         return {"banks": data.banks, "bank_bytes": data.bank_bytes, "operators": len(data.ops),
                 "tensors": len(data.tensor_names), "free_tensors": len(data.free_tensors),
+                "forced_off_chip_tensors": len(data.off_chip_tensors),
                 "layout_choices": sum(len(o.choices) for o in data.ops)}
 
     # ------------------------------------------------------------------------------------------------ methods
-    def run_heuristic(self, method: str, data: LayoutModel, options: SolveOptions) -> BankMapping:
+    def run_heuristic(self, method: str, data: BankMapData, options: SolveOptions) -> BankMapping:
         if method == "local":
-            return local(data, self._weight())
+            return local(data, data.offchip_weight)
         if method == "propagate":
-            return propagate(data, self._weight())
+            return propagate(data, data.offchip_weight)
         raise KeyError(method)
 
-    def build_milp(self, data: LayoutModel) -> MilpFormulation[BankMapping]:
+    def build_milp(self, data: BankMapData) -> MilpFormulation[BankMapping]:
         raise NotImplementedError("the bank-mapping problem uses its own exact driver (solve_exact)")
 
-    def solve_exact(self, data: LayoutModel, method: str, *, solver: str | None,
+    def solve_exact(self, data: BankMapData, method: str, *, solver: str | None,
                     options: SolveOptions) -> ExactOutcome[BankMapping] | None:
         from dlaopt.formulations.bankmap.exact import solve_exact
 
@@ -97,7 +144,7 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
             raise InputError(f"the bank-mapping model is a MILP (highs or pyomo:NAME), not '{solver}'",
                              path=("solver",), expected="highs or pyomo:NAME")
         t0 = time.perf_counter()
-        w = self._weight()
+        w = data.offchip_weight
         warm = propagate(data, w)
         res = solve_exact(data, w, options=options, warm_start=warm, solver=solver or "highs")
         from dlaopt.solvers.highs_backend import HIGHS_VERSION
@@ -109,9 +156,9 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
                             solve_time_s=time.perf_counter() - t0)
 
     # ------------------------------------------------------------------------------------------------ evaluation
-    def evaluate(self, data: LayoutModel, solution: BankMapping) -> Evaluation:
+    def evaluate(self, data: BankMapData, solution: BankMapping) -> Evaluation:
         try:
-            rep = evaluate(data, solution, self._weight())
+            rep = evaluate(data, solution, data.offchip_weight)
         except BankMappingError as exc:
             return Evaluation(False, None, [str(exc)])
         violations = list(rep.violations)
@@ -119,7 +166,7 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
             "on_chip_copy_bytes": rep.on_chip_copy_bytes, "off_chip_copy_bytes": rep.off_chip_copy_bytes,
             "spill_bytes": rep.spill_bytes, "copies": len(rep.copies), "spilled_tensors": len(rep.spills)}
         elements = sum(math.prod(t.shape) for t in data.workload.tensors.values())
-        limit = int(getattr(self, "_options", opts.DEFAULT_OPTIONS)["functional_check_limit"])
+        limit = data.functional_check_limit
         if not violations and limit and elements <= limit:
             check = functional_check(data, solution)
             metrics["functional_check"] = "passed" if check.ok else "FAILED"
@@ -129,7 +176,7 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
             metrics["functional_check"] = "skipped (graph too large)" if not violations else "skipped"
         return Evaluation(not violations, rep.objective if not violations else None, violations, metrics)
 
-    def solution_to_dict(self, data: LayoutModel, solution: BankMapping) -> dict[str, Any]:
+    def solution_to_dict(self, data: BankMapData, solution: BankMapping) -> dict[str, Any]:
         layouts = {}
         homes = data.homes(solution)
         for t in data.tensor_names:
@@ -137,7 +184,7 @@ class BankMapProblem(Problem[LayoutModel, BankMapping]):
                 layouts[t] = {"shape": list(data.shape(t)), "bank_axis": homes[t]}
         return {**solution.to_dict(), "layouts": layouts}
 
-    def solution_from_dict(self, data: LayoutModel, doc: Mapping[str, Any]) -> BankMapping:
+    def solution_from_dict(self, data: BankMapData, doc: Mapping[str, Any]) -> BankMapping:
         choices = doc.get("choices")
         homes = doc.get("homes", {})
         off = doc.get("off_chip", [])
