@@ -50,27 +50,39 @@ def smaug_nvdla(
     dma_bytes_per_cycle: float = 12.8,
     dma_latency_cycles: float = 0.0,
     clock_mhz: float = 1000.0,
+    banks: int = 1,
 ) -> Accelerator:
-    if spad_kb <= 0 or num_spads <= 0:
-        raise ValueError("spad_kb and num_spads must be positive")
+    """The thesis counts bytes and cycles only; the energies (per 16-bit access: DRAM 200, scratchpad 6, MAC 1) are
+    the normalised Eyeriss scale the spatial presets use, so mapping and compile reports can estimate energy.
+
+    For mapping (tiling), the scratchpads are one on-chip level: with three of them, as SMAUG's NVDLA-like engine
+    has, they keep the input activations, the weights and the outputs (spad0, spad1, spad2); with two, inputs and
+    weights share spad0. Tensor pinning may place any tensor in any scratchpad unless ``strict_roles``. ``banks``
+    splits every scratchpad into that many banks (for bank mapping; the thesis' scratchpads are not banked)."""
+    if spad_kb <= 0 or num_spads <= 0 or banks <= 0:
+        raise ValueError("spad_kb, num_spads and banks must be positive")
+    kept = {1: [None], 2: [frozenset({"I", "W"}), frozenset({"O"})],
+            3: [frozenset({"I"}), frozenset({"W"}), frozenset({"O"})]}.get(num_spads, [None] * num_spads)
     spads = []
     for i in range(num_spads):
         if strict_roles:
             access = SpmAccess.OUTPUT if i == num_spads - 1 and num_spads > 1 else SpmAccess.INPUT
         else:
             access = SpmAccess.ANY
-        spads.append(Memory(f"spad{i}", MemoryKind.SCRATCHPAD, spad_kb * KiB, access=access,
-                            bandwidth_bytes_per_cycle=64.0))
+        spads.append(Memory(f"spad{i}", MemoryKind.SCRATCHPAD, spad_kb * KiB, access=access, banks=banks,
+                            bandwidth_bytes_per_cycle=64.0, operands=kept[i], read_energy_pj_per_byte=3.0,
+                            write_energy_pj_per_byte=3.0))
     return Accelerator(
         name="smaug-nvdla",
         pe_array=PEArray((("pe", 8), ("macc", 32)), macs_per_pe_per_cycle=1, vector_lanes=32),
-        memories=(_dram(dma_bytes_per_cycle), *spads),
+        memories=(_dram(dma_bytes_per_cycle, energy=100.0), *spads),
+        mac_energy_pj=1.0,
         dma=DMA(dma_bytes_per_cycle, dma_latency_cycles),
         clock_hz=clock_mhz * 1e6,
         description="SMAUG's NVDLA-inspired convolution engine (seed 000, sections 4.1.2 and 6.1)",
         params={"spad_kb": spad_kb, "num_spads": num_spads, "strict_roles": strict_roles,
                 "dma_bytes_per_cycle": dma_bytes_per_cycle, "dma_latency_cycles": dma_latency_cycles,
-                "clock_mhz": clock_mhz},
+                "clock_mhz": clock_mhz, "banks": banks},
     )
 
 

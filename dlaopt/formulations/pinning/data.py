@@ -15,12 +15,14 @@ scratchpad at a time. A *step* is one operator execution (an original operator, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from dlaopt.hardware.model import Accelerator, Memory, SpmAccess
 from dlaopt.workload.graph import Workload
+from dlaopt.workload.operator import Operator
 from dlaopt.workload.tensor import TensorRole
 
 Box = tuple[tuple[int, int], ...]  # half-open [lo, hi) range per axis
@@ -83,6 +85,7 @@ class PinningGraph:
     scratchpads: tuple[Scratchpad, ...]
     tiled_ops: tuple[str, ...] = ()  # original operators rebuilt as several tile steps
     capped: tuple[str, ...] = ()  # tensors shrunk to a scratchpad's size (``oversize: cap``)
+    aligned_ops: tuple[str, ...] = ()  # tiled operators whose chunks are whole multiples of a given layer tile
 
     @cached_property
     def uses(self) -> list[list[int]]:
@@ -199,9 +202,31 @@ def full_box(shape: Sequence[int]) -> Box:
     return tuple((0, d) for d in shape)
 
 
-def untiled_graph(workload: Workload, accelerator: Accelerator, *, cap: bool = False) -> PinningGraph:
+@dataclass(frozen=True)
+class StepCycles:
+    """Compute cycles of a step with all its operands on chip: ``overrides[op]`` (e.g. the latency a mapping of the
+    operator achieves) when given — a tile gets the share ``tile MACs / operator MACs`` of it, rounded up — else the
+    accelerator's peak-rate estimate (:meth:`~dlaopt.hardware.model.Accelerator.compute_cycles`)."""
+
+    accelerator: Accelerator
+    overrides: Mapping[str, float] = field(default_factory=dict)
+
+    def __call__(self, step_op: Operator, whole: Operator | None = None) -> int:
+        whole = whole or step_op
+        cycles = self.overrides.get(whole.name)
+        if cycles is None:
+            return self.accelerator.compute_cycles(step_op)
+        if whole.macs and step_op.macs != whole.macs:
+            return max(1, math.ceil(cycles * step_op.macs / whole.macs - 1e-9))
+        return max(1, math.ceil(cycles - 1e-9))
+
+
+def untiled_graph(workload: Workload, accelerator: Accelerator, *, cap: bool = False,
+                  compute_cycles: Mapping[str, float] | None = None) -> PinningGraph:
     """One buffer per tensor and one step per operator. With ``cap`` (the thesis' stop-gap, seed 000 §6.3)
-    every tensor larger than the largest scratchpad it may use is shrunk to that scratchpad's capacity."""
+    every tensor larger than the largest scratchpad it may use is shrunk to that scratchpad's capacity.
+    ``compute_cycles`` overrides the accelerator's cycle estimate per operator (:class:`StepCycles`)."""
+    cycles = StepCycles(accelerator, compute_cycles or {})
     spms = tuple(Scratchpad.from_memory(m) for m in accelerator.scratchpads)
     index = {name: i for i, name in enumerate(workload.tensors)}
     buffers = []
@@ -220,7 +245,7 @@ def untiled_graph(workload: Workload, accelerator: Accelerator, *, cap: bool = F
             op=op.name,
             reads=tuple(index[t] for t in dict.fromkeys(op.inputs)),
             writes=tuple(index[t] for t in op.outputs),
-            compute_cycles=accelerator.compute_cycles(op),
+            compute_cycles=cycles(op),
             macs=op.macs,
         )
         for op in workload.operators

@@ -33,6 +33,30 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Exact model: 'gaps' (default) decides per use and per gap between uses; 'steps' is "
             "the thesis' x[n,k,m] per-step model (seed 000 §5.2). Both have the same optimum.",
         },
+        "layer_tiles": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["block"],
+                "properties": {
+                    "block": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
+                    "reduce": {"type": ["integer", "null"], "minimum": 1},
+                },
+            },
+            "default": {},
+            "description": "Operator name -> the on-chip tile a mapping chose for it ({block: one size per axis "
+            "of its output, reduce: block of its reduction dimension}); with oversize 'tile', an operator that "
+            "must be tiled gets chunks that are whole multiples of it whenever they fit (dlaopt compile passes "
+            "the mapping stage's tiles).",
+        },
+        "compute_cycles": {
+            "type": "object",
+            "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
+            "default": {},
+            "description": "Operator name -> cycles with its operands on chip (e.g. the latency of its mapping), "
+            "replacing the accelerator's peak-rate estimate; a tile gets its share of the operator's MACs.",
+        },
         "pin_weights": {
             "type": "boolean",
             "default": True,

@@ -23,6 +23,7 @@ from dlaopt.solvers.result import SolveOptions
 from dlaopt.workload.tensor import TensorRole
 
 if TYPE_CHECKING:
+    from dlaopt.formulations.pinning.tiling import LayerTile
     from dlaopt.io.instance import Instance
 
 
@@ -126,16 +127,18 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                              path=("hardware", "memories"), expected="at least one memory of kind 'scratchpad'")
         mode = options["oversize"]
         infeasible = None
+        cycles = self._compute_cycles(instance, options)
         if mode == "tile":
             from dlaopt.formulations.pinning.tiling import tiled_graph
 
             try:
-                graph = tiled_graph(instance.graph, acc, chunk_fraction=float(options["chunk_fraction"]))
+                graph = tiled_graph(instance.graph, acc, chunk_fraction=float(options["chunk_fraction"]),
+                                    layer_tiles=self._layer_tiles(instance, options), compute_cycles=cycles)
             except InfeasibleInstanceError as exc:
-                graph = untiled_graph(instance.graph, acc)
+                graph = untiled_graph(instance.graph, acc, compute_cycles=cycles)
                 infeasible = str(exc)
         else:
-            graph = untiled_graph(instance.graph, acc, cap=mode == "cap")
+            graph = untiled_graph(instance.graph, acc, cap=mode == "cap", compute_cycles=cycles)
             bad = unplaceable_steps(graph)
             if bad:
                 st = graph.steps[bad[0]]
@@ -152,6 +155,37 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
                            pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
                            source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations)
+
+    @staticmethod
+    def _compute_cycles(instance: Instance, options: Mapping[str, Any]) -> dict[str, float]:
+        ops = {op.name for op in instance.graph.operators}
+        for name in options["compute_cycles"]:
+            if name not in ops:
+                raise InputError(f"no operator named '{name}' in workload '{instance.graph.name}'",
+                                 file=instance.source, path=("options", "compute_cycles", name),
+                                 expected="names of the workload's operators")
+        return {k: float(v) for k, v in options["compute_cycles"].items()}
+
+    @staticmethod
+    def _layer_tiles(instance: Instance, options: Mapping[str, Any]) -> dict[str, LayerTile]:
+        from dlaopt.formulations.pinning.tiling import LayerTile
+
+        wl = instance.graph
+        ops = {op.name: op for op in wl.operators}
+        out: dict[str, LayerTile] = {}
+        for name, doc in options["layer_tiles"].items():
+            where = ("options", "layer_tiles", name)
+            if name not in ops:
+                raise InputError(f"no operator named '{name}' in workload '{wl.name}'", file=instance.source,
+                                 path=where, expected="names of the workload's operators")
+            rank = max(len(wl.tensors[t].shape) for t in ops[name].outputs)
+            if len(doc["block"]) != rank:
+                raise InputError(f"layer tile of '{name}' has {len(doc['block'])} blocks; its output has {rank} "
+                                 "axes", file=instance.source, path=(*where, "block"),
+                                 expected=f"{rank} positive integers, one per output axis")
+            out[name] = LayerTile(tuple(int(b) for b in doc["block"]),
+                                  None if doc.get("reduce") is None else int(doc["reduce"]))
+        return out
 
     def infeasibility_reason(self, data: PinningData) -> str | None:
         if data.infeasible:

@@ -60,8 +60,8 @@ reshapes) and checks partitions, reduction ranges, coverage and MAC totals.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import product
 from typing import Any
@@ -77,6 +77,7 @@ from dlaopt.formulations.pinning.data import (
     PinningGraph,
     Scratchpad,
     Step,
+    StepCycles,
     full_box,
     pack_operands,
     untiled_graph,
@@ -86,7 +87,7 @@ from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator, OpKind
 from dlaopt.workload.tensor import Tensor, TensorRole
 
-__all__ = ["tiled_graph"]
+__all__ = ["LayerTile", "tiled_graph"]
 
 _CONV_KINDS = (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D)
 
@@ -440,6 +441,7 @@ class _Plan:
     rb: int  # reduction block (== red_size: not split; 0 when the operator has no reduction dimension)
     target: float  # chunk target it was planned for
     score: float = 0.0  # estimated operand bytes over all its tiles
+    aligned: bool = False  # blocks are whole multiples of the operator's layer tile
 
 
 def _candidates(size: int) -> list[int]:
@@ -451,6 +453,24 @@ def _candidates(size: int) -> list[int]:
         vals.add(-(-size // (n + n // 2)) if n > 1 else -(-size // 2))
         n *= 2
     return sorted(vals, reverse=True)
+
+
+def _candidates_with(size: int, unit: int | None) -> list[int]:
+    """:func:`_candidates`, plus the multiples ``unit · ceil(size / (unit · n))`` of a layer tile's block."""
+    vals = set(_candidates(size))
+    if unit is not None and 1 < unit < size:
+        groups = -(-size // unit)
+        vals.update(unit * c for c in _candidates(groups) if unit * c < size)
+    return sorted(vals, reverse=True)
+
+
+@dataclass(frozen=True)
+class LayerTile:
+    """The on-chip tile a mapping chose for one layer: a block per axis of its (main) output and a block of its
+    reduction dimension (None: not split). Chunks of a tiled operator are whole multiples of it when that fits."""
+
+    block: tuple[int, ...]
+    reduce: int | None = None
 
 
 class _Packer:
@@ -601,14 +621,24 @@ def _estimate(g: _Geo, ob: Sequence[int], rb: int, target: float, strict: bool, 
     return float(total) * ntiles + sum(o.size_bytes for o in g.outs), ntiles
 
 
+def _aligned(values: list[int], unit: int | None, size: int) -> list[int]:
+    """The values that are whole multiples of ``unit`` (or the whole extent ``size``); all of them without a unit."""
+    if unit is None or unit <= 1:
+        return values
+    return [v for v in values if v % unit == 0 or v == size]
+
+
 def _search(g: _Geo, target: float, strict: bool, fixed: Fixed, cap: tuple[int, ...] | None,
-            packer: _Packer) -> _Plan | None:
+            packer: _Packer, align: LayerTile | None = None) -> _Plan | None:
     """The best admissible tile shape (see the module docstring) with blocks at most ``cap`` (the output chunks
-    consumers asked for), or None."""
+    consumers asked for) and, with ``align``, whole multiples of a layer tile along every axis, or None."""
     oshape = g.outs[g.main].shape
     rank = len(oshape)
-    cands = {a: [v for v in _candidates(oshape[a]) if cap is None or v <= cap[a]] for a in g.priority}
-    red_cands = _candidates(g.red_size) if g.red_dim else [0]
+    units = align.block if align is not None else (None,) * rank
+    cands = {a: _aligned([v for v in _candidates_with(oshape[a], units[a]) if cap is None or v <= cap[a]], units[a],
+                         oshape[a]) for a in g.priority}
+    red_unit = align.reduce if align is not None else None
+    red_cands = _aligned(_candidates_with(g.red_size, red_unit), red_unit, g.red_size) if g.red_dim else [0]
     w = g.ins[g.weight_pos] if g.weight_pos is not None else None
     enum_w = (w is not None and g.weight_axis in cands and fixed[g.weight_pos] is None  # type: ignore[index]
               and w.size_bytes > target)
@@ -672,11 +702,15 @@ def _propose(blocks: dict[str, list[int]], t: Tensor, blk: Sequence[int]) -> boo
 
 
 class _Tiler:
-    def __init__(self, workload: Workload, accelerator: Accelerator, chunk_fraction: float) -> None:
+    def __init__(self, workload: Workload, accelerator: Accelerator, chunk_fraction: float,
+                 layer_tiles: Mapping[str, LayerTile], cycles: StepCycles) -> None:
         if not 0 < chunk_fraction <= 1:
             raise ValueError(f"chunk_fraction must be in (0, 1], got {chunk_fraction}")
         self.wl = workload
         self.acc = accelerator
+        self.layer_tiles = dict(layer_tiles)
+        self.cycles = cycles
+        self.aligned_ops: set[str] = set()  # operators whose chunks follow their layer tile
         self.spms = tuple(Scratchpad.from_memory(m) for m in accelerator.scratchpads)
         if not self.spms:
             raise InfeasibleInstanceError("the accelerator has no scratchpad to place operands in")
@@ -704,18 +738,35 @@ class _Tiler:
         blocks capped (None if none fits: the target is halved while that helps, then chunks above the target are
         allowed if they pack)."""
         g = self.geos[i]
-        key = (self._signature(g), target, fixed, cap)
+        align = self._layer_tile(g)
+        key = (self._signature(g), target, fixed, cap, align)
         if key not in self.plan_memo:
             plan = None
-            for strict in (True, False):
-                t = target
-                while plan is None and t >= 0.5:
-                    plan = _search(g, t, strict, fixed, cap, self.packer)
-                    t /= 2
+            for unit in ((align, None) if align is not None else (None,)):  # the layer tile's multiples first
+                for strict in (True, False):
+                    t = target
+                    while plan is None and t >= 0.5:
+                        plan = _search(g, t, strict, fixed, cap, self.packer, unit)
+                        t /= 2
+                    if plan is not None:
+                        break
                 if plan is not None:
+                    plan = replace(plan, aligned=unit is not None)
                     break
             self.plan_memo[key] = plan
         return self.plan_memo[key]
+
+    def _layer_tile(self, g: _Geo) -> LayerTile | None:
+        """The layer tile of ``g``'s operator, clipped to its output and reduction (None when none was given)."""
+        lt = self.layer_tiles.get(g.op.name)
+        if lt is None:
+            return None
+        oshape = g.outs[g.main].shape
+        if len(lt.block) != len(oshape):
+            raise ValueError(f"layer tile of '{g.op.name}': {len(lt.block)} blocks for a rank-{len(oshape)} output")
+        block = tuple(max(1, min(b, d)) for b, d in zip(lt.block, oshape, strict=True))
+        red = None if lt.reduce is None or not g.red_dim else max(1, min(lt.reduce, g.red_size))
+        return LayerTile(block, red)
 
     def request_finer(self, requests: dict[str, list[int]], i: int, target: float) -> bool:
         """Ask for the input chunks operator ``i`` would choose were all its inputs free (an upstream grid that
@@ -826,7 +877,7 @@ class _Tiler:
         ops = self.wl.operators
         oversized = {i for i, op in enumerate(ops) if not self._whole_fits(op)}
         if not oversized:
-            return untiled_graph(self.wl, self.acc)
+            return untiled_graph(self.wl, self.acc, compute_cycles=self.cycles.overrides)
         tiled = set(oversized)
         targets: dict[int, float] = {}
         requests: dict[str, list[int]] = {}  # chunk blocks asked for by consumers (min-merged, persistent)
@@ -893,6 +944,7 @@ class _Tiler:
                 if not ok:
                     failing.append(i)
             if not failing:
+                self.aligned_ops = {ops[i].name for i, plan in plans.items() if plan.aligned}
                 return self._assemble(grids, all_tiles)
             for i in failing:
                 new = plans[i].target / 2
@@ -923,7 +975,7 @@ class _Tiler:
                     op=op.name,
                     reads=tuple(base[t] for t in dict.fromkeys(op.inputs)),
                     writes=tuple(base[t] for t in op.outputs),
-                    compute_cycles=self.acc.compute_cycles(op),
+                    compute_cycles=self.cycles(op),
                     macs=op.macs,
                 ))
                 continue
@@ -937,20 +989,31 @@ class _Tiler:
                     op=op.name,
                     reads=tuple(base[t] + f for t, f in tile["reads"]),
                     writes=tuple(base[t] + f for t, f in tile["writes"]),
-                    compute_cycles=self.acc.compute_cycles(pseudo),
+                    compute_cycles=self.cycles(pseudo, op),
                     macs=pseudo.macs,
                     tile={"out": dict(tile["out"]), "reduce": tile["reduce"],
                           "dim": self.geos[i].red_dim if tile["reduce"] else None},
                 ))
         tiled_ops = tuple(self.wl.operators[i].name for i in sorted(all_tiles))
-        return PinningGraph(tuple(buffers), tuple(steps), self.spms, tiled_ops=tiled_ops)
+        aligned = tuple(n for n in tiled_ops if n in self.aligned_ops)
+        return PinningGraph(tuple(buffers), tuple(steps), self.spms, tiled_ops=tiled_ops, aligned_ops=aligned)
 
 
-def tiled_graph(workload: Workload, accelerator: Accelerator, *, chunk_fraction: float = 0.5) -> PinningGraph:
+def tiled_graph(workload: Workload, accelerator: Accelerator, *, chunk_fraction: float = 0.5,
+                layer_tiles: Mapping[str, LayerTile] | None = None,
+                compute_cycles: Mapping[str, float] | None = None) -> PinningGraph:
     """The pinning graph with every operator whose operands do not fit together rebuilt as tile steps.
 
     See the module docstring. ``tiled_ops`` lists every operator rebuilt as tile steps (all of them read or write
     chunk buffers; almost all have several tiles). Raises :class:`~dlaopt.errors.InfeasibleInstanceError` when an
     operator cannot be tiled to fit (its message names the operator, the tensor, its bytes and the scratchpad
-    capacities)."""
-    return _Tiler(workload, accelerator, chunk_fraction).run()
+    capacities).
+
+    ``layer_tiles`` (operator name → :class:`LayerTile`, e.g. the on-chip tiles a mapping chose): a tiled operator's
+    blocks are whole multiples of its layer tile along every axis (and its reduction block a multiple of the layer
+    tile's) whenever such a tile shape is admissible, so its chunks are groups of the mapping's tiles; otherwise it
+    is planned freely. ``aligned_ops`` of the result lists the operators whose chunks follow their layer tile.
+    ``compute_cycles`` (operator name → cycles with all operands on chip, e.g. a mapping's) replaces the
+    accelerator's peak-rate estimate; a tile step gets its share of the MACs (:class:`StepCycles`)."""
+    cycles = StepCycles(accelerator, compute_cycles or {})
+    return _Tiler(workload, accelerator, chunk_fraction, layer_tiles or {}, cycles).run()
