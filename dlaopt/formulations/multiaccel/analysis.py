@@ -64,17 +64,18 @@ from dlaopt.hardware.model import Accelerator, Platform
 OBJECTIVE = "edp"  # the greedy tiler's objective (see the module docstring)
 PAD_MULTIPLE = 16  # dimensions of at least this size may be padded to a multiple of it (see the module docstring)
 CACHE_FILE = "multiaccel-jobs.json"
-_METHOD = "dataflow-greedy-pad16-v1"  # bump when this module changes how a profile is computed
+_METHOD = "dataflow-greedy-pad16-v2"  # bump when this module changes how a profile is computed
 
 
 @dataclass(frozen=True)
 class JobProfile:
-    """One job on one sub-accelerator configuration: the no-stall cycles, the compute cycles (temporal iterations)
-    and the bytes moved at DRAM."""
+    """One job on one sub-accelerator configuration: the no-stall cycles, the compute cycles (temporal iterations),
+    the bytes moved at DRAM and the energy of the mapping (pJ, DRAM accesses included)."""
 
     cycles: float
     compute_cycles: int
     dram_bytes: int
+    energy_pj: float
 
     def latency(self, clock_hz: float) -> float:
         """No-stall latency in seconds."""
@@ -140,7 +141,8 @@ def _profile(nest: LoopNest, acc: Accelerator, arch: MappingArch, objective: str
         return None
     report = evaluate_mapping(nest, arch, m)
     assert report.valid, report.violations
-    return JobProfile(float(report.latency_cycles), report.compute_cycles, dram_bytes(nest, arch, report.accesses))
+    return JobProfile(float(report.latency_cycles), report.compute_cycles, dram_bytes(nest, arch, report.accesses),
+                      float(report.energy_pj))
 
 
 def profile_job(nest: LoopNest, acc: Accelerator, *, objective: str = OBJECTIVE, arch: MappingArch | None = None,
@@ -167,7 +169,8 @@ _MEMORY: dict[str, JobProfile] = {}
 def _load(path: Path) -> dict[str, JobProfile]:
     try:
         doc = json.loads(path.read_text())
-        return {k: JobProfile(float(v["cycles"]), int(v["compute_cycles"]), int(v["dram_bytes"]))
+        return {k: JobProfile(float(v["cycles"]), int(v["compute_cycles"]), int(v["dram_bytes"]),
+                              float(v["energy_pj"]))
                 for k, v in doc.get("entries", {}).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
@@ -176,7 +179,8 @@ def _load(path: Path) -> dict[str, JobProfile]:
 def _save(path: Path, entries: dict[str, JobProfile]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"format": "dlaopt multiaccel job profiles", "entries": {
-        k: {"cycles": p.cycles, "compute_cycles": p.compute_cycles, "dram_bytes": p.dram_bytes}
+        k: {"cycles": p.cycles, "compute_cycles": p.compute_cycles, "dram_bytes": p.dram_bytes,
+            "energy_pj": p.energy_pj}
         for k, p in sorted(entries.items())}}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
@@ -184,12 +188,10 @@ def _save(path: Path, entries: dict[str, JobProfile]) -> None:
     os.replace(tmp, path)
 
 
-def job_table(jobs: Sequence[JobSpec], platform: Platform, *, cache_dir: str | Path | None = None,
-              objective: str = OBJECTIVE) -> JobTable:
-    """The job analysis table of ``jobs`` on ``platform``: latency in seconds and bandwidth in bytes/s per (job,
-    sub-accelerator), ops = 2·MACs. Each distinct (layer shape, sub-accelerator configuration) is profiled once."""
-    if not jobs:
-        raise ValueError("the job analysis table needs at least one job")
+def job_profiles(jobs: Sequence[JobSpec], platform: Platform, *, cache_dir: str | Path | None = None,
+                 objective: str = OBJECTIVE) -> list[list[JobProfile]]:
+    """The profile of every job on every sub-accelerator of ``platform`` (rows: jobs, columns: sub-accelerators in
+    the platform's order). Each distinct (layer shape, sub-accelerator configuration) is profiled once."""
     path = Path(cache_dir) / CACHE_FILE if cache_dir is not None else None
     stored = _load(path) if path is not None else {}
     added = False
@@ -217,13 +219,22 @@ def job_table(jobs: Sequence[JobSpec], platform: Platform, *, cache_dir: str | P
             profiles[job.name, config] = p
     if path is not None and added:
         _save(path, stored)
+    return [[profiles[job.name, acc_config[a]] for a in range(len(platform.accelerators))] for job in jobs]
+
+
+def job_table(jobs: Sequence[JobSpec], platform: Platform, *, cache_dir: str | Path | None = None,
+              objective: str = OBJECTIVE) -> JobTable:
+    """The job analysis table of ``jobs`` on ``platform``: latency in seconds and bandwidth in bytes/s per (job,
+    sub-accelerator), ops = 2·MACs (:func:`job_profiles`)."""
+    if not jobs:
+        raise ValueError("the job analysis table needs at least one job")
+    rows = job_profiles(jobs, platform, cache_dir=cache_dir, objective=objective)
     latency = np.empty((len(jobs), len(platform.accelerators)))
     bandwidth = np.empty_like(latency)
-    for j, job in enumerate(jobs):
+    for j, row in enumerate(rows):
         for a, acc in enumerate(platform.accelerators):
-            p = profiles[job.name, acc_config[a]]
-            latency[j, a] = p.latency(acc.clock_hz)
-            bandwidth[j, a] = p.bandwidth(acc.clock_hz)
+            latency[j, a] = row[a].latency(acc.clock_hz)
+            bandwidth[j, a] = row[a].bandwidth(acc.clock_hz)
     return JobTable(
         jobs=tuple(j.name for j in jobs),
         tenants=tuple(j.tenant for j in jobs),
@@ -252,4 +263,4 @@ def tenant_averages(table: JobTable) -> dict[str, dict[str, tuple[float, float]]
 
 
 __all__ = ["CACHE_FILE", "OBJECTIVE", "JobProfile", "accelerator_dataflow", "clear_memory_cache", "config_key",
-           "dram_bytes", "job_table", "profile_job", "profile_key", "tenant_averages"]
+           "dram_bytes", "job_profiles", "job_table", "profile_job", "profile_key", "tenant_averages"]
