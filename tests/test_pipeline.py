@@ -1,0 +1,374 @@
+"""The compile pipeline: the hand-over between stages (checked against a direct enumeration of the loop nest and
+against the pinning evaluator), mapping tiles in the graph reconstruction, every stage verified end to end, the
+report files re-verified alone, failures naming their stage, and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlaopt.formulations.mapping.arch import arch_from_accelerator
+from dlaopt.formulations.mapping.heuristics import sample_mapping
+from dlaopt.formulations.mapping.loopnest import loopnest_from_operator
+from dlaopt.formulations.pinning.data import StepCycles
+from dlaopt.formulations.pinning.evaluator import count_transfers
+from dlaopt.formulations.pinning.heuristics import HEURISTICS
+from dlaopt.formulations.pinning.tiling import LayerTile, tiled_graph
+from dlaopt.formulations.pinning.tiling_check import verify_tiling
+from dlaopt.hardware import PRESETS
+from dlaopt.io.instance import instance_from_dict, load_instance, load_mapping
+from dlaopt.pipeline import (
+    CompileOptions,
+    StageFailed,
+    compile_network,
+    hardware_document,
+    workload_document,
+    write_report,
+)
+from dlaopt.pipeline.handoff import dim_extents, jobs_document, layer_tile, off_chip_tensors, onchip_level
+from dlaopt.solvers.harness import prepare, verify
+from dlaopt.workload import NetworkBuilder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ============================================================================================ hand-over figures
+def _small_layers():
+    b = NetworkBuilder("small", dtype_bytes=2)
+    x = b.input("x", (2, 4, 6, 6))
+    y = b.conv2d(x, 6, 3, padding=1, name="conv")
+    a = b.input("a", (2, 3, 5, 4))
+    z = b.matmul(a, b.weight("w", (4, 6)), name="mm")
+    return b.build([y, z])
+
+
+def _touched(nest, arch, m, level):
+    """Enumerate the loop nest inside one iteration of the loops above ``level`` (those indices at 0): the loop
+    index of every dimension, digit by digit over the slots, innermost first."""
+    top = arch.temporal_slot(level)
+    dims = list(nest.dims)
+    ranges = [range(m.factors[d][k]) for d in dims for k in range(top + 1)]
+    seen = {d: set() for d in dims}
+    points = set()
+    for digits in itertools.product(*ranges):
+        idx = {}
+        pos = 0
+        for d in dims:
+            value, scale = 0, 1
+            for k in range(top + 1):
+                value += digits[pos] * scale
+                scale *= m.factors[d][k]
+                pos += 1
+            idx[d] = value
+            seen[d].add(value)
+        points.add(tuple(idx[d] for d in dims))
+    return dims, points, seen
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_layer_tile_is_what_one_on_chip_iteration_touches(seed: int) -> None:
+    """The on-chip tile handed to pinning equals the output box and reduction range one iteration of the
+    main-memory loops computes, found by enumerating the loop nest of a random mapping."""
+    wl = _small_layers()
+    arch = arch_from_accelerator(PRESETS.create("smaug-nvdla", {}))
+    rng = random.Random(seed)
+    level = onchip_level(arch)
+    for op in wl.operators:
+        nest = loopnest_from_operator(wl, op)
+        m = sample_mapping(nest, arch, rng)
+        block, reduce = layer_tile(nest, dim_extents(arch, m, level), wl.tensors[op.outputs[0]].shape)
+        dims, points, seen = _touched(nest, arch, m, level)
+        pos = {d: i for i, d in enumerate(dims)}
+        if op.kind.value == "conv2d":
+            outs = {(p[pos["N"]], p[pos["G"]] * nest.sizes["K"] + p[pos["K"]], p[pos["P"]], p[pos["Q"]])
+                    for p in points}
+            red, red_full = seen["C"], nest.sizes["C"]
+        else:  # matmul a (2, 3, 5, 4) x w (4, 6): batch B = 6 over the axes (2, 3)
+            outs = {(p[pos["B"]] // 3, p[pos["B"]] % 3, p[pos["M"]], p[pos["N"]]) for p in points}
+            red, red_full = seen["K"], nest.sizes["K"]
+        box = [sorted({o[a] for o in outs}) for a in range(4)]
+        assert all(v == list(range(len(v))) for v in box), "one iteration computes a box from the origin"
+        if op.kind.value == "matmul" and len(seen["B"]) < nest.sizes["B"]:
+            # a partial batch is handed on the innermost batch axis only
+            assert block[:2] == (1, min(len(seen["B"]), 3))
+            assert tuple(len(v) for v in box[2:]) == block[2:]
+        else:
+            assert tuple(len(v) for v in box) == block
+            assert len(outs) == math.prod(block)
+        assert (reduce is None) == (len(red) == red_full)
+        if reduce is not None:
+            assert red == set(range(reduce))
+
+
+def test_off_chip_tensors_follow_the_pinning_transfers() -> None:
+    inst = load_instance(ROOT / "instances/pinning/tiny-inline.yaml")
+    p = prepare(inst)
+    graph = p.data.graph
+    naive = HEURISTICS["naive"](graph, True)
+    t = count_transfers(graph, naive)
+    produced = [n for n, tn in inst.graph.tensors.items() if tn.role.is_produced]
+    read = {x for op in inst.graph.operators for x in op.inputs}
+    # naive stores every output and loads every input: every produced tensor some operator reads goes off chip
+    assert set(off_chip_tensors(inst.graph, graph, t.loads, t.stores)) == {x for x in produced if x in read}
+    zero = np.zeros(len(graph.buffers), dtype=np.int64)
+    assert off_chip_tensors(inst.graph, graph, zero, zero) == []
+    stores = zero.copy()
+    for b, buf in enumerate(graph.buffers):  # a graph output's one final store does not count
+        stores[b] = 1 if buf.role.value == "output" else 0
+    assert off_chip_tensors(inst.graph, graph, zero, stores) == []
+
+
+def test_jobs_document_units() -> None:
+    from dlaopt.pipeline.handoff import JobFigures
+
+    figs = {("l1", "a"): JobFigures(2e-6, 4000, 1.0), ("l1", "b"): JobFigures(1e-6, 1000, 1.0)}
+    doc = jobs_document([("l1", 50)], 2, ["a", "b"], figs, "net")
+    assert [j["name"] for j in doc["jobs"]] == ["net#0/l1", "net#1/l1"]
+    j = doc["jobs"][0]
+    assert j["ops"] == 100.0 and j["latency_us"] == pytest.approx([2.0, 1.0])
+    assert j["bandwidth_gbps"] == pytest.approx([4000 / 2e-6 / 1e9, 1000 / 1e-6 / 1e9])
+
+
+# ============================================================================================ pinning inputs
+def _tiled_instance():
+    doc = {"problem": "pinning", "workload": {"zoo": "lenet5", "params": {}},
+           "hardware": {"preset": "smaug-nvdla", "params": {"spad_kb": 8}}}
+    return instance_from_dict(doc)
+
+
+def test_layer_tiles_align_the_chunks_and_verify() -> None:
+    inst = _tiled_instance()
+    wl, acc = inst.graph, inst.accelerator
+    free = tiled_graph(wl, acc)
+    assert free.tiled_ops and not free.aligned_ops
+    conv = next(op for op in wl.operators if op.name in free.tiled_ops and op.kind.value == "conv2d")
+    out = wl.tensors[conv.outputs[0]]
+    unit = (1, 8, 2, out.shape[3])
+    graph = tiled_graph(wl, acc, layer_tiles={conv.name: LayerTile(unit, None)})
+    assert conv.name in graph.aligned_ops
+    assert verify_tiling(wl, graph) == []
+    regions = [b.region for b in graph.buffers if b.tensor == out.name]
+    assert len(regions) > 1
+    for region in regions:
+        for a, (lo, hi) in enumerate(region):
+            assert lo % unit[a] == 0 and ((hi - lo) % unit[a] == 0 or hi == out.shape[a])
+
+
+def test_an_impossible_layer_tile_falls_back_to_free_planning() -> None:
+    inst = _tiled_instance()
+    wl, acc = inst.graph, inst.accelerator
+    free = tiled_graph(wl, acc)
+    conv = next(op for op in wl.operators if op.name in free.tiled_ops and op.kind.value == "conv2d")
+    huge = tuple(wl.tensors[conv.outputs[0]].shape)  # the whole output: cannot fit the 8 KB scratchpads
+    graph = tiled_graph(wl, acc, layer_tiles={conv.name: LayerTile(huge, None)})
+    assert conv.name not in graph.aligned_ops
+    assert verify_tiling(wl, graph) == []
+
+
+def test_compute_cycles_override_is_shared_by_the_tiles() -> None:
+    inst = _tiled_instance()
+    wl, acc = inst.graph, inst.accelerator
+    free = tiled_graph(wl, acc)
+    name = free.tiled_ops[0]
+    graph = tiled_graph(wl, acc, compute_cycles={name: 100_000})
+    steps = [s for s in graph.steps if s.op == name]
+    total = sum(s.compute_cycles for s in steps)
+    assert 100_000 <= total <= 100_000 + len(steps)  # each tile's share rounded up
+    op = next(o for o in wl.operators if o.name == name)
+    cycles = StepCycles(acc, {name: 100_000})
+    assert cycles(op) == 100_000
+    other = next(o for o in wl.operators if o.name != name)
+    assert cycles(other) == acc.compute_cycles(other)
+
+
+def test_pinning_options_are_located_errors() -> None:
+    from dlaopt.errors import InputError
+
+    base = {"problem": "pinning", "workload": {"zoo": "lenet5"}, "hardware": {"preset": "smaug-nvdla"}}
+    with pytest.raises(InputError, match="no operator named 'nope'") as e:
+        prepare(instance_from_dict({**base, "options": {"compute_cycles": {"nope": 3}}}))
+    assert e.value.path == ("options", "compute_cycles", "nope")
+    conv = instance_from_dict(base).graph.operators[0].name
+    with pytest.raises(InputError, match="has 2 blocks") as e:
+        prepare(instance_from_dict({**base, "options": {"layer_tiles": {conv: {"block": [1, 2]}}}}))
+    assert e.value.path == ("options", "layer_tiles", conv, "block")
+
+
+# ============================================================================================ the pipeline
+FAST = {"mapping": ("nvdla", "eyeriss", "exact"), "pinning": ("naive", "greedy", "exact"),
+        "bankmap": ("local", "propagate", "exact"), "assignment": ("herald", "lpt", "exact")}
+
+
+def _options(**kw) -> CompileOptions:
+    return CompileOptions(methods=FAST, time_limit=5, threads=1, seed=0, **kw)
+
+
+@pytest.fixture(scope="module")
+def lenet_report():
+    w = workload_document("lenet5")
+    h = hardware_document("smaug-nvdla", {"spad_kb": 8, "banks": 4})
+    p = hardware_document("magma-s1", {"system_bandwidth_gbps": 1}, platform=True)
+    return compile_network(w, h, p, _options(tenants=2))
+
+
+def test_every_stage_is_verified_and_hands_on_its_best(lenet_report) -> None:
+    rep = lenet_report
+    assert [s.name for s in rep.stages] == ["mapping", "pinning", "bankmap", "assignment"]
+    for s in rep.stages:
+        assert all(r.verified for r in s.results), s.name
+        assert s.chosen.method == "exact"
+        heuristics = [r.objective for r in s.results if r.method != "exact"]
+        assert s.chosen.objective <= min(heuristics) * (1 + 1e-9)
+    pin = rep.stage("pinning")
+    assert pin.summary["tiled_ops"] > 0 and pin.summary["tiles_from_mapping"] > 0
+
+
+def test_mapping_figures_reach_the_pinning_instance(lenet_report) -> None:
+    rep = lenet_report
+    pin = rep.stage("pinning")
+    opts = pin.instance["options"]
+    assert set(opts["compute_cycles"]) == {f.layer for f in rep.layers}
+    graph = pin.prepared.data.graph
+    acc = pin.prepared.instance.accelerator
+    wl = pin.prepared.instance.graph
+    for f in rep.layers:
+        steps = [s for s in graph.steps if s.op == f.layer]
+        assert sum(s.compute_cycles for s in steps) >= math.ceil(f.onchip_cycles)
+        assert sum(s.compute_cycles for s in steps) <= math.ceil(f.onchip_cycles) + len(steps)
+    others = [s for s in graph.steps if s.op not in opts["compute_cycles"]]
+    ops = {o.name: o for o in wl.operators}
+    assert all(s.compute_cycles >= 1 for s in others)
+    assert sum(s.compute_cycles for s in graph.steps if not graph.tiled_ops or s.op not in graph.tiled_ops
+               and s.op not in opts["compute_cycles"]) == sum(
+        acc.compute_cycles(ops[s.op]) for s in graph.steps if s.op not in graph.tiled_ops
+        and s.op not in opts["compute_cycles"])
+
+
+def test_bank_stage_lays_out_what_pinning_keeps_on_chip(lenet_report) -> None:
+    rep = lenet_report
+    pin, bank = rep.stage("pinning"), rep.stage("bankmap")
+    data = pin.prepared.data
+    sol = pin.prepared.problem.solution_from_dict(data, pin.chosen.solution)
+    t = count_transfers(data.graph, sol)
+    expected = off_chip_tensors(pin.prepared.instance.graph, data.graph, t.loads, t.stores)
+    assert bank.instance["options"]["off_chip_tensors"] == expected
+    assert set(expected) <= set(bank.chosen.solution["off_chip"])
+
+
+def test_end_to_end_figures_add_up(lenet_report) -> None:
+    rep = lenet_report
+    e = rep.end_to_end
+    pm = rep.stage("pinning").chosen.metrics
+    assert e["cycles"] == pytest.approx(pm["estimated_cycles"] + e["copy_cycles"])
+    assert e["energy_pj"] == pytest.approx(sum(e["energy_breakdown_pj"].values()))
+    assert e["energy_breakdown_pj"]["layers_on_chip"] == pytest.approx(sum(f.onchip_energy_pj for f in rep.layers))
+    assert e["naive_cycles"] >= pm["estimated_cycles"]
+    plat = e["platform"]
+    a = rep.stage("assignment")
+    assert plat["makespan_s"] == pytest.approx(a.chosen.objective)
+    assert plat["requests_per_s"] == pytest.approx(2 / a.chosen.objective)
+    assert len(a.instance["workload"]["jobs"]) == 2 * len(rep.layers)
+
+
+def test_report_files_reverify_alone(lenet_report, tmp_path: Path) -> None:
+    paths = write_report(lenet_report, tmp_path)
+    doc = json.loads(paths["json"].read_text())
+    assert [s["stage"] for s in doc["stages"]] == ["mapping", "pinning", "bankmap", "assignment"]
+    md = paths["markdown"].read_text()
+    assert "## End to end" in md and "Stage 4: assignment" in md
+    for s in lenet_report.stages:
+        inst = load_instance(tmp_path / "stages" / f"{s.name}.yaml")
+        sol = load_mapping(tmp_path / "stages" / f"{s.name}-solution.yaml", what="solution")
+        ev = verify(inst, sol)
+        assert ev.feasible, (s.name, ev.violations[:3])
+        assert ev.objective == pytest.approx(s.chosen.objective, rel=1e-9)
+        assert (tmp_path / "plots" / f"{s.name}.png").stat().st_size > 1000
+
+
+def test_single_accelerator_platform_skips_the_assignment() -> None:
+    w = workload_document("minerva")
+    h = hardware_document("smaug-nvdla", {"spad_kb": 64})
+    p = {"accelerators": [{"preset": "eyeriss"}], "system_bandwidth_gbps": 8}
+    rep = compile_network(w, h, p, _options())
+    assert [s.name for s in rep.stages] == ["mapping", "pinning", "bankmap"]
+    assert "platform" not in rep.end_to_end
+
+
+def test_deterministic(lenet_report) -> None:
+    w = workload_document("lenet5")
+    h = hardware_document("smaug-nvdla", {"spad_kb": 8, "banks": 4})
+    again = compile_network(w, h, None, _options())
+    for name in ("mapping", "pinning", "bankmap"):
+        assert again.stage(name).chosen.objective == lenet_report.stage(name).chosen.objective
+        a, b = again.stage(name).chosen.solution, lenet_report.stage(name).chosen.solution
+        if name == "mapping":  # solver notes (times) aside, the same mapping of every layer
+            a, b = ({n: (d["factors"], d["orders"]) for n, d in x["layers"].items()} for x in (a, b))
+        assert a == b
+
+
+def test_a_stage_whose_solution_is_rejected_stops_the_pipeline(monkeypatch) -> None:
+    from dlaopt.formulations.base import Evaluation
+    from dlaopt.formulations.pinning.problem import PinningProblem
+
+    def reject(self, data, solution):
+        return Evaluation(False, None, ["injected: step 3 overflows spad0"])
+
+    monkeypatch.setattr(PinningProblem, "evaluate", reject)
+    w = workload_document("minerva")
+    h = hardware_document("smaug-nvdla", {"spad_kb": 64})
+    with pytest.raises(StageFailed, match="stage 'pinning' failed") as e:
+        compile_network(w, h, None, _options())
+    assert e.value.stage == "pinning"
+    assert "injected" in e.value.message
+
+
+def test_an_infeasible_stage_names_itself_and_why() -> None:
+    w = workload_document("minerva")
+    # the one scratchpad holds no weights: no matmul can have its operands on chip
+    h = {"name": "noweights", "pe_array": {"axes": [["pe", 4]]}, "dma": {"bandwidth_bytes_per_cycle": 8},
+         "memories": [{"name": "dram", "kind": "dram"},
+                      {"name": "s0", "kind": "scratchpad", "capacity_kb": 64,
+                       "holds": ["input", "activation", "output"]}]}
+    with pytest.raises(StageFailed) as e:
+        compile_network(w, h, None, _options())
+    assert e.value.stage == "pinning"
+    assert "weight" in e.value.message and "infeasible" in e.value.message
+
+
+# ============================================================================================ the command
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dlaopt", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def test_cli_compile_writes_the_report(tmp_path: Path) -> None:
+    r = _cli("compile", "minerva", "--hardware", "smaug-nvdla", "--hw", "spad_kb=64", "--out", str(tmp_path / "o"),
+             "--time-limit", "10", "--threads", "1", "--methods", "pinning=greedy,exact", "--no-plots",
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "report:" in r.stdout and "cycles" in r.stdout
+    doc = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert [m["method"] for m in doc["stages"][1]["methods"]] == ["greedy", "exact"]
+    v = _cli("verify", str(tmp_path / "o/stages/pinning.yaml"), str(tmp_path / "o/stages/pinning-solution.yaml"),
+             cwd=tmp_path)
+    assert v.returncode == 0, v.stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["nosuchnet", "--hardware", "smaug-nvdla"], "nosuchnet"),
+    (["lenet5", "--hardware", "nosuchpreset"], "nosuchpreset"),
+    (["lenet5", "--hardware", "smaug-nvdla", "--methods", "warp=exact"], "unknown stage 'warp'"),
+    (["lenet5", "--hardware", "smaug-nvdla", "--platform", "magma-s9"], "magma-s9"),
+])
+def test_cli_compile_bad_input(tmp_path: Path, args: list[str], needle: str) -> None:
+    r = _cli("compile", *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
