@@ -132,7 +132,7 @@ def save_document(doc: Mapping[str, Any], path: str | Path) -> Path:
 def _build(doc: dict[str, Any], source: str | None) -> Instance:
     problem = doc["problem"]
     spec = problem_spec(problem)
-    workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None))
+    workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None), source)
     kind = "graph" if isinstance(workload, Workload) else "task" if isinstance(workload, TaskGroup) else "jobs"
     if kind not in spec.workloads:
         raise InputError(f"problem '{problem}' does not take a {kind} workload", path=("workload",),
@@ -151,7 +151,7 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
     wdoc = dict(doc["workload"])
     if "zoo" in wdoc:
         wdoc.setdefault("params", {})
-    elif "task" not in wdoc:
+    elif "task" not in wdoc and "onnx" not in wdoc:  # an ONNX workload is kept as written (its path relative)
         wdoc = {"name": workload.name, **wdoc}
     hdoc = dict(doc["hardware"])
     if "preset" in hdoc or "platform" in hdoc:
@@ -174,13 +174,16 @@ _WORKLOAD_KINDS = {"graph": "{zoo, params} or an inline graph", "task": "a job g
                    "jobs": "an inline job table {jobs}"}
 
 
-def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Workload | TaskGroup | InlineJobs:
+def _build_workload(wdoc: Mapping[str, Any], default_name: str | None,
+                    source: str | None = None) -> Workload | TaskGroup | InlineJobs:
     if "zoo" in wdoc:
         import dlaopt.zoo  # noqa: F401 - registers the networks
         from dlaopt.zoo import ZOO
 
         ZOO.entry(wdoc["zoo"], path=("workload", "zoo"))
         return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
+    if "onnx" in wdoc:
+        return _build_onnx_workload(wdoc, source)
     if "task" in wdoc:
         return TaskGroup(wdoc["task"], int(wdoc.get("group_size", 100)), int(wdoc.get("seed", 0)),
                          None if wdoc.get("batch") is None else int(wdoc["batch"]))
@@ -200,6 +203,24 @@ def _build_workload(wdoc: Mapping[str, Any], default_name: str | None) -> Worklo
             raise InputError(f"job name '{dup}' is used twice", path=("workload", "jobs"))
         return InlineJobs(tuple(jobs), wdoc.get("name", default_name or "jobs"))
     return _build_inline_workload(wdoc, default_name or "workload")
+
+
+def _build_onnx_workload(wdoc: Mapping[str, Any], source: str | None) -> Workload:
+    """``{onnx: PATH, batch, dims, name, dtype_bytes}``: PATH relative to the instance file's folder."""
+    from dlaopt.workload.onnx_import import import_onnx
+
+    written = str(wdoc["onnx"])
+    path = Path(written)
+    if source is not None and not path.is_absolute():
+        path = Path(source).parent / path
+    try:
+        return import_onnx(path, batch=wdoc.get("batch"), dims=wdoc.get("dims"), name=wdoc.get("name"),
+                           dtype_bytes=wdoc.get("dtype_bytes"))
+    except InputError as exc:
+        key = exc.path[0] if exc.path and exc.path[0] in ("dims", "batch", "dtype_bytes") else "onnx"
+        where = f"ONNX model '{written}'" + (f" ({path})" if str(path) != written else "")
+        raise InputError(f"{where}: {exc.message}", path=("workload", key, *exc.path[1:]),
+                         expected=exc.expected) from None
 
 
 def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Workload:

@@ -177,6 +177,24 @@ def _defs() -> dict[str, Any]:
                 },
             },
         },
+        "workload_onnx": {
+            "type": "object",
+            "description": "An ONNX model, imported with its shapes (`dlaopt import` writes the same workload inline).",
+            "required": ["onnx"],
+            "additionalProperties": False,
+            "properties": {
+                "onnx": {"type": "string", "minLength": 1,
+                         "description": "Path of the .onnx file, relative to the instance file's folder."},
+                "batch": _positive_int("Sets the first dimension of every graph input."),
+                "dims": {
+                    "type": "object",
+                    "description": "Sizes of the model's symbolic input dimensions (dim_param), e.g. {seq: 128}.",
+                    "additionalProperties": _positive_int("A dimension in elements."),
+                },
+                "name": {"type": "string", "minLength": 1, "description": "Workload name (default: the file stem)."},
+                "dtype_bytes": _positive_int("Bytes per element (default: the model's floating-point type)."),
+            },
+        },
         "workload_zoo": {
             "type": "object",
             "description": "A network of the built-in zoo (`dlaopt zoo` lists them and their parameters).",
@@ -325,8 +343,8 @@ def instance_schema() -> dict[str, Any]:
             "name": {"type": "string", "minLength": 1, "description": "Instance name (default: the file stem)."},
             "workload": {
                 "type": "object",
-                "description": "{zoo, params}, an inline workload {name, dtype_bytes, tensors, operators}, a job "
-                "group {task, group_size, seed, batch} or an inline job table {jobs}",
+                "description": "{zoo, params}, an inline workload {name, dtype_bytes, tensors, operators}, an ONNX "
+                "model {onnx, batch, dims}, a job group {task, group_size, seed, batch} or an inline job table {jobs}",
                 "if": {"required": ["zoo"]},
                 "then": {"$ref": "#/$defs/workload_zoo"},
                 "else": {
@@ -335,7 +353,11 @@ def instance_schema() -> dict[str, Any]:
                     "else": {
                         "if": {"required": ["jobs"]},
                         "then": {"$ref": "#/$defs/workload_jobs"},
-                        "else": {"$ref": "#/$defs/workload_inline"},
+                        "else": {
+                            "if": {"required": ["onnx"]},
+                            "then": {"$ref": "#/$defs/workload_onnx"},
+                            "else": {"$ref": "#/$defs/workload_inline"},
+                        },
                     },
                 },
             },
