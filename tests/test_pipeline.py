@@ -372,3 +372,16 @@ def test_cli_compile_bad_input(tmp_path: Path, args: list[str], needle: str) -> 
     r = _cli("compile", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_compile_an_onnx_model() -> None:
+    from dlaopt.workload.onnx_import import import_onnx
+
+    model = ROOT / "instances/onnx/small-cnn.onnx"
+    w = workload_document(str(model), {"batch": 1})
+    assert Path(w["onnx"]).is_absolute()
+    rep = compile_network(w, hardware_document("smaug-nvdla", {"spad_kb": 16}), None, _options())
+    layers = [op.name for op in import_onnx(model, batch=1).operators if op.kind.value in ("conv2d", "matmul",
+                                                                                           "depthwise_conv2d")]
+    assert [f.layer for f in rep.layers] == layers
+    assert all(r.verified for s in rep.stages for r in s.results)
