@@ -28,6 +28,11 @@ status, objective, bound, gap, time, ratio to the best verified objective of tha
 the JSON, when that best is 0 and the row's objective is not — verified).
 :func:`headline_markdown` is the compact table the README shows, and :func:`update_readme` replaces the block
 between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` with it.
+
+The pieces sweeps (:mod:`dlaopt.sweep`) share are public: the ``solve`` and ``methods`` schemas and checks
+(:data:`SOLVE_SCHEMA`, :func:`check_solve`, :func:`check_methods`, :func:`solve_options`), the record format and its
+file (:func:`result_record`, :func:`config_digest`, :func:`append_records`, :func:`read_records`), the environment
+and the table, CSV and JSON helpers.
 """
 
 from __future__ import annotations
@@ -77,7 +82,7 @@ RECORD_VERSION = 1
 
 
 # ================================================================================================ suite files
-_SOLVE_SCHEMA: dict[str, Any] = {
+SOLVE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -93,7 +98,7 @@ _SOLVE_SCHEMA: dict[str, Any] = {
         "extra": {"type": "object", "description": "Backend-specific options (SolveOptions.extra)."},
     },
 }
-_METHODS_SCHEMA: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}
+METHODS_SCHEMA: dict[str, Any] = {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}
 
 SUITE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -104,8 +109,8 @@ SUITE_SCHEMA: dict[str, Any] = {
     "properties": {
         "name": {"type": "string", "minLength": 1},
         "description": {"type": "string"},
-        "methods": _METHODS_SCHEMA,
-        "solve": _SOLVE_SCHEMA,
+        "methods": METHODS_SCHEMA,
+        "solve": SOLVE_SCHEMA,
         "entries": {
             "type": "array",
             "minItems": 1,
@@ -120,8 +125,8 @@ SUITE_SCHEMA: dict[str, Any] = {
                     "override": {"type": "object",
                                  "description": "Merged (recursively) into the instance document, e.g. "
                                                 "{objective: energy} or {hardware: {params: {bank_kb: 16}}}."},
-                    "methods": _METHODS_SCHEMA,
-                    "solve": _SOLVE_SCHEMA,
+                    "methods": METHODS_SCHEMA,
+                    "solve": SOLVE_SCHEMA,
                 },
             },
         },
@@ -148,21 +153,29 @@ class SuiteEntry:
     solve: Mapping[str, Any]  # the merged solve options (keys of SOLVE_KEYS)
 
     def options(self) -> SolveOptions:
-        from dlaopt.solvers.result import SolveOptions
-
-        opts = SolveOptions(time_limit=self.solve.get("time_limit"), seed=int(self.solve.get("seed", 0)),
-                            threads=self.solve.get("threads"), deterministic=bool(self.solve.get("deterministic")),
-                            node_limit=self.solve.get("node_limit"), extra=dict(self.solve.get("extra") or {}))
-        if self.solve.get("gap") is not None:
-            opts.mip_rel_gap = float(self.solve["gap"])
-        return opts
+        return solve_options(self.solve)
 
     def config_key(self, method: str) -> str:
         """A digest of everything that determines the result of ``method`` here (resume skips only on a match)."""
-        doc = {"instance": self.instance.document, "method": method, "solve": dict(self.solve),
-               "version": RECORD_VERSION}
-        text = json.dumps(doc, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return config_digest({"instance": self.instance.document, "method": method, "solve": dict(self.solve)})
+
+
+def solve_options(solve: Mapping[str, Any]) -> SolveOptions:
+    """The :class:`SolveOptions` of a (checked) ``solve`` mapping of a suite or sweep file."""
+    from dlaopt.solvers.result import SolveOptions
+
+    opts = SolveOptions(time_limit=solve.get("time_limit"), seed=int(solve.get("seed", 0)),
+                        threads=solve.get("threads"), deterministic=bool(solve.get("deterministic")),
+                        node_limit=solve.get("node_limit"), extra=dict(solve.get("extra") or {}))
+    if solve.get("gap") is not None:
+        opts.mip_rel_gap = float(solve["gap"])
+    return opts
+
+
+def config_digest(doc: Mapping[str, Any]) -> str:
+    """A short digest of a configuration document (with the record version), the key that resuming matches."""
+    text = json.dumps({**doc, "version": RECORD_VERSION}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -191,40 +204,49 @@ def suites_dir() -> Path:
     return instances_dir() / "suites"
 
 
-def available_suites() -> list[str]:
-    d = suites_dir()
-    return sorted(p.stem for p in d.iterdir() if p.suffix in SUITE_SUFFIXES) if d.is_dir() else []
+def available_files(folder: Path) -> list[str]:
+    """The names (stems) of the YAML / JSON files in ``folder``."""
+    return sorted(p.stem for p in folder.iterdir() if p.suffix in SUITE_SUFFIXES) if folder.is_dir() else []
 
 
-def resolve_suite(name_or_path: str | Path) -> Path:
-    """A suite name (``instances/suites/<name>.yaml``) or a path to a suite file."""
+def resolve_named_file(name_or_path: str | Path, folder: Path, kind: str) -> Path:
+    """A path to a file, or the name of one in ``folder`` (``<folder>/<name>.yaml``); else an InputError listing
+    the ``kind`` files there."""
     p = Path(name_or_path)
     if p.is_file():
         return p
     text = str(name_or_path)
     if p.suffix not in SUITE_SUFFIXES and "/" not in text and os.sep not in text:
         for suffix in SUITE_SUFFIXES:
-            cand = suites_dir() / f"{text}{suffix}"
+            cand = folder / f"{text}{suffix}"
             if cand.is_file():
                 return cand
-    names = available_suites()
-    raise InputError(f"no suite '{text}'", file=text if p.suffix in SUITE_SUFFIXES else None,
-                     expected="a suite file, or one of the suites in "
-                              f"{suites_dir()}: {', '.join(names) if names else '(none)'}")
+    names = available_files(folder)
+    raise InputError(f"no {kind} '{text}'", file=text if p.suffix in SUITE_SUFFIXES else None,
+                     expected=f"a {kind} file, or one of the {kind}s in "
+                              f"{folder}: {', '.join(names) if names else '(none)'}")
+
+
+def available_suites() -> list[str]:
+    return available_files(suites_dir())
+
+
+def resolve_suite(name_or_path: str | Path) -> Path:
+    """A suite name (``instances/suites/<name>.yaml``) or a path to a suite file."""
+    return resolve_named_file(name_or_path, suites_dir(), "suite")
 
 
 def load_suite(name_or_path: str | Path) -> Suite:
     """Read, validate and load a suite: every instance is loaded and every method checked before anything runs;
     every bad input is an :class:`InputError` naming the suite file and the key."""
-    from dlaopt.formulations import get_problem
     from dlaopt.io.instance import instance_from_dict, load_instance, load_mapping
     from dlaopt.io.schema import validate_against
 
     path = resolve_suite(name_or_path)
-    file = _display_path(path)
+    file = display_path(path)
     doc = load_mapping(path, what="a benchmark suite (keys name, description, methods, solve, entries)")
     validate_against(_suite_validator(), doc, file=file)
-    defaults = _check_solve(doc.get("solve") or {}, file, ("solve",))
+    defaults = check_solve(doc.get("solve") or {}, file, ("solve",))
     entries: list[SuiteEntry] = []
     seen: dict[str, int] = {}
     for i, edoc in enumerate(doc["entries"]):
@@ -233,14 +255,14 @@ def load_suite(name_or_path: str | Path) -> Suite:
         override = edoc.get("override")
         inst: Instance
         if isinstance(spec, str):
-            inst_path = _resolve_instance(spec, path)
+            inst_path = resolve_instance_file(spec, path)
             if inst_path is None:
                 raise InputError(f"instance file '{spec}' not found", file=file, path=(*where, "instance"),
                                  expected=f"a path relative to {instances_dir()} or to the suite's folder")
             try:
                 if override:
                     base = load_mapping(inst_path, what="an instance (keys problem, workload, hardware, ...)")
-                    inst = instance_from_dict(_merge(base, override), source=str(inst_path))
+                    inst = instance_from_dict(merge_documents(base, override), source=str(inst_path))
                 else:
                     inst = load_instance(inst_path)
             except InputError as exc:
@@ -250,7 +272,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             instance_file = spec
         else:
             try:
-                inst = instance_from_dict(_merge(spec, override or {}), source=file)
+                inst = instance_from_dict(merge_documents(spec, override or {}), source=file)
             except InputError as exc:
                 raise exc.located(file=file, prefix=(*where, "instance")) from None
             instance_file = "inline"
@@ -259,24 +281,16 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise InputError(f"entry name '{name}' is used by entries[{seen[name]}] as well", file=file,
                              path=(*where, "name"), expected="unique entry names (give the entry a 'name')")
         seen[name] = i
-        problem = get_problem(inst.problem)
-        known = [m.name for m in problem.methods]
         methods_doc = edoc.get("methods")
-        methods = methods_doc or doc.get("methods") or known
         mpath: tuple[str | int, ...] = (*where, "methods") if methods_doc else ("methods",)
-        for j, m in enumerate(methods):
-            if m not in known:
-                raise InputError(f"unknown method '{m}' for problem '{inst.problem}'", file=file, path=(*mpath, j),
-                                 expected="one of: " + ", ".join(known))
-        if len(set(methods)) != len(methods):
-            raise InputError("a method is listed twice", file=file, path=mpath, expected="distinct method names")
-        solve = {**defaults, **_check_solve(edoc.get("solve") or {}, file, (*where, "solve"))}
+        methods = check_methods(inst.problem, methods_doc or doc.get("methods"), file, mpath)
+        solve = {**defaults, **check_solve(edoc.get("solve") or {}, file, (*where, "solve"))}
         entries.append(SuiteEntry(name, inst, instance_file, tuple(methods), solve))
-    return Suite(doc.get("name") or path.stem, str(doc.get("description") or "").strip(), _display_path(path),
+    return Suite(doc.get("name") or path.stem, str(doc.get("description") or "").strip(), display_path(path),
                  tuple(entries), defaults)
 
 
-def _display_path(path: Path) -> str:
+def display_path(path: Path) -> str:
     """``path`` relative to the working directory when it lies below it (tables name files as users typed them)."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
@@ -284,15 +298,31 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+def merge_documents(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``override`` merged in: mappings recursively, anything else replaced."""
     out = dict(base)
     for k, v in override.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+        out[k] = merge_documents(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
     return out
 
 
-def _check_solve(solve: Mapping[str, Any], file: str, where: tuple[str | int, ...]) -> dict[str, Any]:
+def check_methods(problem_name: str, methods: Sequence[str] | None, file: str,
+                  where: tuple[str | int, ...]) -> list[str]:
+    """``methods`` checked against the problem's (default: all of them, in the problem's order)."""
+    from dlaopt.formulations import get_problem
+
+    known = [m.name for m in get_problem(problem_name).methods]
+    chosen = list(methods or known)
+    for j, m in enumerate(chosen):
+        if m not in known:
+            raise InputError(f"unknown method '{m}' for problem '{problem_name}'", file=file, path=(*where, j),
+                             expected="one of: " + ", ".join(known))
+    if len(set(chosen)) != len(chosen):
+        raise InputError("a method is listed twice", file=file, path=where, expected="distinct method names")
+    return chosen
+
+
+def check_solve(solve: Mapping[str, Any], file: str, where: tuple[str | int, ...]) -> dict[str, Any]:
     out = dict(solve)
     if out.get("solver") is not None:
         from dlaopt.solvers.backends import SolverSpecError, parse_solver
@@ -306,7 +336,7 @@ def _check_solve(solve: Mapping[str, Any], file: str, where: tuple[str | int, ..
     return out
 
 
-def _resolve_instance(spec: str, suite_path: Path) -> Path | None:
+def resolve_instance_file(spec: str, suite_path: Path) -> Path | None:
     p = Path(spec)
     if p.is_absolute():
         return p if p.is_file() else None
@@ -367,7 +397,7 @@ def environment(threads: int | None = None) -> dict[str, Any]:
     }
 
 
-def _ram_text(n: int | None) -> str:
+def ram_text(n: int | None) -> str:
     return "unknown" if n is None else f"{n / 1024**3:.1f} GiB"
 
 
@@ -378,7 +408,7 @@ def environment_markdown(env: Mapping[str, Any]) -> str:
         f"OR-Tools {env.get('ortools')}, highspy {env.get('highspy')}",
         f"- solver threads: {threads if threads is not None else 'solver default'}",
         f"- machine: {env.get('cpu_count')} CPUs ({env.get('cpu') or 'unknown CPU'}), "
-        f"{_ram_text(env.get('ram_bytes'))} RAM, {env.get('platform')}",
+        f"{ram_text(env.get('ram_bytes'))} RAM, {env.get('platform')}",
         f"- date: {env.get('date')}",
     ])
 
@@ -454,7 +484,7 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
-def _scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in metrics.items():
         if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
@@ -469,8 +499,15 @@ def _scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _record(entry: SuiteEntry, method: str, res: Result, prepare_time_s: float) -> dict[str, Any]:
+    return result_record(entry.name, method, res, prepare_time_s=prepare_time_s, instance_file=entry.instance_file,
+                         solve=entry.solve, config=entry.config_key(method))
+
+
+def result_record(name: str, method: str, res: Result, *, prepare_time_s: float, instance_file: str,
+                  solve: Mapping[str, Any], config: str) -> dict[str, Any]:
+    """The JSON line of one finished (instance, method) pair (``results.jsonl`` of suites and sweeps)."""
     return {
-        "instance": entry.name,
+        "instance": name,
         "method": method,
         "status": res.status.value,
         "objective": _num(res.objective),
@@ -480,23 +517,27 @@ def _record(entry: SuiteEntry, method: str, res: Result, prepare_time_s: float) 
         "verified": bool(res.verified),
         "problem": res.problem,
         "objective_name": res.objective_name,
-        "instance_file": entry.instance_file,
+        "instance_file": instance_file,
         "solver": res.solver,
         "solver_version": res.solver_version,
         "prepare_time_s": prepare_time_s,
-        "time_limit": entry.solve.get("time_limit"),
-        "threads": entry.solve.get("threads"),
-        "seed": entry.solve.get("seed", 0),
+        "time_limit": solve.get("time_limit"),
+        "threads": solve.get("threads"),
+        "seed": solve.get("seed", 0),
         "message": res.message,
-        "metrics": _scalar_metrics(res.metrics),
+        "metrics": scalar_metrics(res.metrics),
         "finished_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "config": entry.config_key(method),
+        "config": config,
     }
 
 
-def _append(path: Path, record: Mapping[str, Any]) -> None:
+def append_records(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """Append JSON lines to ``path`` in one write, flushed and synced (what is written survives a kill)."""
+    if not records:
+        return
+    text = "".join(json.dumps(r, allow_nan=False, default=str) + "\n" for r in records)
     with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
 
@@ -555,9 +596,9 @@ def run_suite(
             p, prep_s = prepared[entry.name]
             solver = entry.solve.get("solver") if method == "exact" else None  # others keep their own, as compare
             res = harness.solve(p, method, solver=solver, options=entry.options())
-            _restore_sigint()
+            restore_sigint()
             rec = _record(entry, method, res, prep_s)
-            _append(jsonl, rec)
+            append_records(jsonl, [rec])
             records[_key(entry.name, method)] = rec
             ran += 1
             remaining[entry.name] -= 1
@@ -572,7 +613,7 @@ def run_suite(
     return report
 
 
-def _restore_sigint() -> None:
+def restore_sigint() -> None:
     """Re-install Python's SIGINT handler at the C level: CP-SAT (``catch_sigint_signal``, on by default) replaces it
     during a solve and leaves SIG_DFL behind, after which Ctrl-C would kill the process without the reports of the
     finished pairs being written."""
@@ -643,19 +684,19 @@ def fmt_number(v: Any) -> str:
     return f"{f:,.1f}" if abs(f) >= 1000 else f"{f:.4g}"
 
 
-def _fmt_gap(g: Any) -> str:
+def fmt_gap(g: Any) -> str:
     if g is None:
         return "-"
     return "inf" if math.isinf(float(g)) else f"{100 * float(g):.2f}%"
 
 
-def _fmt_ratio(r: Any) -> str:
+def fmt_ratio(r: Any) -> str:
     if r is None:
         return "-"
     return "inf" if math.isinf(float(r)) else f"{float(r):.3f}"
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str]) -> str:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str]) -> str:
     def esc(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
 
@@ -668,9 +709,9 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Seque
 def results_table_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     header = ["instance", "method", "status", "objective", "bound", "gap", "time [s]", "ratio to best", "verified"]
     body = [[r["instance"], r["method"], r["status"], fmt_number(r.get("objective")), fmt_number(r.get("bound")),
-             _fmt_gap(r.get("gap")), f"{float(r.get('time_s') or 0.0):.2f}", _fmt_ratio(r.get("ratio_to_best")),
+             fmt_gap(r.get("gap")), f"{float(r.get('time_s') or 0.0):.2f}", fmt_ratio(r.get("ratio_to_best")),
              "yes" if r.get("verified") else "no"] for r in rows]
-    return _md_table(header, body, ["l", "l", "l", "r", "r", "r", "r", "r", "l"])
+    return md_table(header, body, ["l", "l", "l", "r", "r", "r", "r", "r", "l"])
 
 
 def _limits_text(suite: Suite) -> str:
@@ -687,7 +728,7 @@ def total_seconds(rows: Sequence[Mapping[str, Any]]) -> float:
     return sum(float(r.get("time_s") or 0.0) for r in rows) + sum(prep.values())
 
 
-def _seconds_text(t: float) -> str:
+def seconds_text(t: float) -> str:
     return f"{t:.0f} s" if t >= 10 else f"{t:.1f} s"
 
 
@@ -697,7 +738,7 @@ def report_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mappin
     if suite.description:
         lines += [suite.description, ""]
     lines += [f"Suite file `{suite.file}`; {_limits_text(suite)}; {len(rows)} pairs in "
-              f"{_seconds_text(total_seconds(rows))}; objectives are minimised, the ratio is to the best verified "
+              f"{seconds_text(total_seconds(rows))}; objectives are minimised, the ratio is to the best verified "
               "objective of the instance.", "", environment_markdown(env), ""]
     if not complete:
         lines += [f"**Incomplete**: {len(rows)} of {len(suite.pairs)} (instance, method) pairs finished; run "
@@ -721,11 +762,11 @@ def headline_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mapp
             if r is None:
                 cells.append("-" if m not in e.methods else "(not run)")
             elif r.get("verified") and r.get("objective") is not None:
-                cells.append(f"{fmt_number(r['objective'])} ({_fmt_ratio(r.get('ratio_to_best'))})")
+                cells.append(f"{fmt_number(r['objective'])} ({fmt_ratio(r.get('ratio_to_best'))})")
             else:
                 cells.append(str(r.get("status")))
         ex = by_key.get((e.name, "exact"))
-        cells += [_fmt_gap(ex.get("gap")) if ex else "-", f"{float(ex.get('time_s') or 0):.2f}" if ex else "-"]
+        cells += [fmt_gap(ex.get("gap")) if ex else "-", f"{float(ex.get('time_s') or 0):.2f}" if ex else "-"]
         body.append(cells)
     header = ["instance", "objective", *methods, "exact gap", "exact time [s]"]
     align = ["l", "l", *(["r"] * len(methods)), "r", "r"]
@@ -733,28 +774,28 @@ def headline_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mapp
     prov = (f"`dlaopt bench {suite.name}` on {str(env.get('date', ''))[:10]}: dlaopt {env.get('dlaopt')}, "
             f"OR-Tools {env.get('ortools')}, highspy {env.get('highspy')}, "
             f"solver threads {threads if threads is not None else 'default'}, {env.get('cpu_count')} CPUs, "
-            f"{_ram_text(env.get('ram_bytes'))} RAM; {_limits_text(suite)}; {len(rows)} pairs in "
-            f"{_seconds_text(total_seconds(rows))}. Each cell: objective (ratio to the best verified objective of the "
+            f"{ram_text(env.get('ram_bytes'))} RAM; {_limits_text(suite)}; {len(rows)} pairs in "
+            f"{seconds_text(total_seconds(rows))}. Each cell: objective (ratio to the best verified objective of the "
             "row; minimised).")
-    return prov + "\n\n" + _md_table(header, body, align)
+    return prov + "\n\n" + md_table(header, body, align)
 
 
-def _csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = CSV_COLUMNS) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), extrasaction="ignore", lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_COLUMNS})
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
     return buf.getvalue()
 
 
-def _json_safe(v: Any) -> Any:
+def json_safe(v: Any) -> Any:
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     if isinstance(v, Mapping):
-        return {str(k): _json_safe(x) for k, x in v.items()}
+        return {str(k): json_safe(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
+        return [json_safe(x) for x in v]
     return v
 
 
@@ -764,11 +805,11 @@ def write_reports(report: BenchReport) -> dict[str, Path]:
     out = report.out_dir
     paths = {"jsonl": out / RESULTS_JSONL, "csv": out / RESULTS_CSV, "json": out / RESULTS_JSON,
              "md": out / RESULTS_MD}
-    paths["csv"].write_text(_csv_text(report.rows), encoding="utf-8")
+    paths["csv"].write_text(csv_text(report.rows), encoding="utf-8")
     doc = {"suite": report.suite.name, "description": report.suite.description, "file": report.suite.file,
            "complete": report.complete, "environment": report.environment, "columns": list(TABLE_COLUMNS),
            "rows": report.rows}
-    paths["json"].write_text(json.dumps(_json_safe(doc), indent=1, allow_nan=False, default=str) + "\n",
+    paths["json"].write_text(json.dumps(json_safe(doc), indent=1, allow_nan=False, default=str) + "\n",
                              encoding="utf-8")
     paths["md"].write_text(report.markdown, encoding="utf-8")
     return paths
@@ -807,18 +848,35 @@ def main_summary(report: BenchReport) -> str:
 
 
 __all__ = [
+    "METHODS_SCHEMA",
+    "SOLVE_SCHEMA",
     "BenchEvent",
     "BenchReport",
     "Suite",
     "SuiteEntry",
+    "append_records",
     "available_suites",
+    "check_methods",
+    "check_solve",
+    "config_digest",
+    "csv_text",
     "environment",
+    "environment_markdown",
+    "fmt_gap",
+    "fmt_number",
+    "fmt_ratio",
     "headline_markdown",
+    "json_safe",
     "load_suite",
+    "md_table",
+    "merge_documents",
     "ratio_to_best",
     "read_records",
     "readme_block",
+    "restore_sigint",
+    "result_record",
     "run_suite",
+    "solve_options",
     "update_readme",
     "write_reports",
 ]

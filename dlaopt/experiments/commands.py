@@ -21,9 +21,13 @@ def _csv(value: str | None) -> list[str] | None:
 @click.option("--oversize", type=click.Choice(["tile", "cap"]), default="tile", show_default=True,
               help="'cap' reproduces the thesis' accounting (tensors shrunk to the scratchpad size); 'tile' rebuilds "
               "oversized operators into tiles.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Exact solver threads (default: HiGHS').")
+@click.option("--node-limit", type=click.IntRange(min=1), default=None,
+              help="Branch-and-bound node limit of the exact solves (HiGHS counts nodes after the root; a run "
+              "stopped by it, not by the time limit, is reproducible).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def thesis_sweep(out_dir: str, networks: str | None, sizes: str | None, methods: str | None, time_limit: float,
-                 oversize: str, as_json: bool) -> None:
+                 oversize: str, threads: int | None, node_limit: int | None, as_json: bool) -> None:
     """Seed 000's Chapter 7 sweep: networks x scratchpad sizes on the three-scratchpad SMAUG preset."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.pinning import SWEEP_METHODS, THESIS_NETWORKS, run_thesis_sweep
@@ -38,7 +42,7 @@ def thesis_sweep(out_dir: str, networks: str | None, sizes: str | None, methods:
     except ValueError:
         raise InputError(f"sizes must be integers, got '{sizes}'", path=("--sizes",)) from None
     report = run_thesis_sweep(out_dir, networks=nets, sizes_kb=kbs, methods=_csv(methods) or SWEEP_METHODS,
-                              time_limit=time_limit, oversize=oversize,
+                              time_limit=time_limit, oversize=oversize, threads=threads, node_limit=node_limit,
                               progress=None if as_json else (lambda s: click.echo(s, err=True)))
     if as_json:
         json.dump(report.rows, sys.stdout, indent=1, default=str)
@@ -235,3 +239,25 @@ def bankmap_benchmark(banks: int, bank_kb: str, offchip_weight: float, as_json: 
         sys.stdout.write("\n")
         return
     click.echo(report_markdown(rows, dme))
+
+
+@click.command("compile-benchmark")
+@click.option("--out", "out_dir", default="results/compile-benchmark", show_default=True,
+              help="Where the compile report goes.")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per exact solve, seconds.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: the solver's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the per-stage figures as JSON.")
+def compile_benchmark(out_dir: str, time_limit: float, threads: int | None, as_json: bool) -> None:
+    """Issue 8: ResNet-50 through `dlaopt compile` on the SMAUG-like preset and a MAGMA S2 platform, every stage
+    verified: per-stage figures and the end-to-end estimate."""
+    from dlaopt.experiments.compile import run_compile_benchmark, stage_rows
+
+    report, text = run_compile_benchmark(out_dir, time_limit=time_limit, threads=threads,
+                                         progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump({"stages": stage_rows(report), "end_to_end": report.end_to_end}, sys.stdout, indent=1,
+                  default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(text)
+    click.echo(f"report: {out_dir}/report.md")

@@ -2,7 +2,10 @@
 
 ``run_thesis_sweep``: the eight SMAUG networks × scratchpad sizes 32 … 2048 KB on the three-scratchpad SMAUG
 preset, every method, writing ``thesis_sweep.csv``, ``thesis_sweep.md`` (the Table 7.1 comparison) and
-``thesis_sweep.png`` (transfers saved and speedup per network and size).
+``thesis_sweep.png`` (transfers saved and speedup per network and size). The same table comes out of a sweep file
+with ``report: thesis-table`` (``dlaopt sweep instances/sweeps/thesis.yaml``, possibly on a Dask cluster): both paths
+turn the harness' records (:func:`dlaopt.bench.result_record`) into rows with :func:`thesis_rows` and write the files
+with :func:`write_thesis_report`, so the same records give byte-identical tables (which hold no times).
 
 ``run_pinning_benchmark``: ResNet-50 (batch 1, three 256 KB scratchpads) solved to proven optimality, and BERT-base
 (12 layers, sequence 128) to a 1 % gap within 60 s — with the wall times including the model build.
@@ -12,13 +15,13 @@ from __future__ import annotations
 
 import csv
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers.harness import Result, compare, prepare, solve
+from dlaopt.solvers.harness import compare, prepare, solve
 from dlaopt.solvers.result import SolveOptions
 
 # The thesis' eight models as SMAUG defines them (seed 000 §6.1). SMAUG's "Resnet" is ResNet-50 on a 225x225
@@ -77,18 +80,43 @@ class SweepReport:
     table_markdown: str
 
 
-def _row(label: str, kb: int, r: Result, exact_obj: float | None, steps: int, buffers: int) -> dict[str, Any]:
-    m = r.metrics
-    gap_to_exact = (r.objective / exact_obj - 1.0) if (r.objective is not None and exact_obj) else None
-    return {
-        "network": label, "spad_kb": kb, "method": r.method, "status": r.status.value, "verified": r.verified,
-        "objective": r.objective, "bound": r.bound, "gap": r.gap, "time_s": round(r.time_s, 3),
-        "gap_to_exact": gap_to_exact, "transfer_bytes": m.get("transfer_bytes"),
-        "naive_transfer_bytes": m.get("naive_transfer_bytes"), "reduction_factor": m.get("reduction_factor"),
-        "memory_boundness": m.get("memory_boundness"), "theoretical_speedup": m.get("theoretical_speedup"),
-        "speedup": m.get("speedup"), "inf_spm_speedup": m.get("inf_spm_speedup"),
-        "fraction_of_inf_spm_speedup": m.get("fraction_of_inf_spm_speedup"), "steps": steps, "buffers": buffers,
-    }
+def thesis_rows(label: str, kb: int, records: Sequence[Mapping[str, Any]], steps: int | None,
+                buffers: int | None) -> list[dict[str, Any]]:
+    """The table rows of one (network, scratchpad size) instance from its methods' records (the JSON lines of
+    :func:`dlaopt.bench.result_record`: method, status, verified, objective, bound, gap, time_s, metrics)."""
+    exact = next((r for r in records if r["method"] == "exact"), None)
+    exact_obj = exact.get("objective") if exact is not None else None
+    rows = []
+    for r in records:
+        m = r.get("metrics") or {}
+        obj = r.get("objective")
+        rows.append({
+            "network": label, "spad_kb": kb, "method": r["method"], "status": r["status"],
+            "verified": bool(r.get("verified")), "objective": obj, "bound": r.get("bound"), "gap": r.get("gap"),
+            "time_s": round(float(r.get("time_s") or 0.0), 3),
+            "gap_to_exact": (obj / exact_obj - 1.0) if (obj is not None and exact_obj) else None,
+            "transfer_bytes": m.get("transfer_bytes"), "naive_transfer_bytes": m.get("naive_transfer_bytes"),
+            "reduction_factor": m.get("reduction_factor"), "memory_boundness": m.get("memory_boundness"),
+            "theoretical_speedup": m.get("theoretical_speedup"), "speedup": m.get("speedup"),
+            "inf_spm_speedup": m.get("inf_spm_speedup"),
+            "fraction_of_inf_spm_speedup": m.get("fraction_of_inf_spm_speedup"), "steps": steps, "buffers": buffers,
+        })
+    return rows
+
+
+def write_thesis_report(rows: Sequence[dict[str, Any]], out_dir: str | Path, oversize: str = "tile") -> SweepReport:
+    """``thesis_sweep.csv``, ``thesis_sweep.md`` (:func:`thesis_table`) and ``thesis_sweep.png`` in ``out_dir``."""
+    out = Path(out_dir)
+    csv_path = out / "thesis_sweep.csv"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    table = thesis_table(rows)
+    table_path = out / "thesis_sweep.md"
+    table_path.write_text(table)
+    plot_path = plot_sweep(rows, out / "thesis_sweep.png", oversize)
+    return SweepReport(list(rows), csv_path, table_path, plot_path, table)
 
 
 def run_thesis_sweep(
@@ -99,37 +127,36 @@ def run_thesis_sweep(
     methods: Sequence[str] = SWEEP_METHODS,
     time_limit: float = 60.0,
     oversize: str = "tile",
+    threads: int | None = None,
+    node_limit: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SweepReport:
+    """Every network × size × method in this process (``instances/sweeps/thesis.yaml`` is the same sweep for
+    ``dlaopt sweep``, which can spread it over a Dask cluster). ``threads`` and ``node_limit`` go to the exact
+    solver (a node limit makes the exact results reproducible where the time limit would cut them)."""
+    from dlaopt.bench import result_record, solve_options
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     labels = list(networks or THESIS_NETWORKS)
     sizes = list(sizes_kb or THESIS_SIZES_KB)
     rows: list[dict[str, Any]] = []
-    opts = SolveOptions(time_limit=time_limit, seed=0)
+    solve_doc = {"time_limit": time_limit, "seed": 0, "threads": threads, "node_limit": node_limit}
+    opts = solve_options(solve_doc)
     for label in labels:
         for kb in sizes:
             t0 = time.perf_counter()
             p = prepare(instance_from_dict(thesis_instance(label, kb, oversize=oversize)))
             results = compare(p, [m for m in methods], options=opts)
-            exact = next((r for r in results if r.method == "exact"), None)
-            exact_obj = exact.objective if exact is not None else None
+            records = [result_record(p.instance.name, r.method, r, prepare_time_s=p.prepare_time_s,
+                                     instance_file="inline", solve=solve_doc, config="") for r in results]
             g = p.data.graph
-            for r in results:
-                rows.append(_row(label, kb, r, exact_obj, len(g.steps), len(g.buffers)))
+            rows += thesis_rows(label, kb, records, len(g.steps), len(g.buffers))
             if progress:
+                exact = next((r for r in results if r.method == "exact"), None)
                 ex = f"exact {exact.status.value} gap {exact.gap}" if exact else ""
                 progress(f"{label:>9} {kb:>5} KB  steps {len(g.steps):>5}  {ex}  ({time.perf_counter() - t0:.1f}s)")
-    csv_path = out / "thesis_sweep.csv"
-    with csv_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-    table = thesis_table(rows)
-    table_path = out / "thesis_sweep.md"
-    table_path.write_text(table)
-    plot_path = plot_sweep(rows, out / "thesis_sweep.png", oversize)
-    return SweepReport(rows, csv_path, table_path, plot_path, table)
+    return write_thesis_report(rows, out, oversize)
 
 
 def _pct(x: float | None) -> str:
