@@ -21,7 +21,8 @@ Exit codes:
 
 * ``0`` — success. Solver trouble (time limit, no solution found, infeasible instance, a rejected solver answer) is
   *not* a failure of ``solve`` and ``compare``: it is the ``status`` of the result, which says it.
-* ``1`` — ``verify`` rejected the solution; or an internal error (any unexpected exception), printed as
+* ``1`` — ``verify`` rejected the solution; a ``compile`` stage could not hand a verified solution on (the message
+  names the stage); or an internal error (any unexpected exception), printed as
   ``internal error: <message>`` with the traceback only when the environment variable ``DLAOPT_DEBUG`` is set.
 * ``2`` — bad input: an unreadable or invalid instance or solution file, an instance the problem cannot use (raised
   in its prepare step), an unknown method, an unknown or unavailable solver, bad command-line usage. The message
@@ -761,7 +762,125 @@ def bench(suite: str, out_dir: Path | None, no_resume: bool, update_readme: bool
             err.print(f"{readme}: the bench:{report.suite.name} block now holds the headline table")
 
 
+# ------------------------------------------------------------------------------------------------ sweep
+@cli.command()
+@click.argument("sweep_file", metavar="SWEEP.yaml")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Output folder (default: results/sweeps/NAME).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on the Dask cluster of this scheduler (e.g. tcp://HOST:8786) instead of a local one.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Worker processes of the local Dask cluster (one thread each).")
+@click.option("--engine", type=click.Choice(["dask", "local"]), default="dask", show_default=True,
+              help="dask: tasks on a Dask cluster; local: one after the other in this process.")
+@click.option("--no-resume", is_flag=True,
+              help="Run every task again (default: skip the tasks already finished in DIR/results.jsonl).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or log lines on stderr.")
+@click.option("--verbose", "-v", is_flag=True, help="Also Dask's informational log messages.")
+def sweep(sweep_file: str, out_dir: Path | None, scheduler: str | None, workers: int, engine: str, no_resume: bool,
+          quiet: bool, verbose: bool) -> None:
+    """Run the sweep SWEEP.yaml (a file, or a name from instances/sweeps/): workloads x grid x methods, one task per
+    (workload, grid point) on Dask, and print the summary table.
+
+    Each finished task's records are appended to DIR/results.jsonl at once, so a killed or interrupted run keeps
+    them and the next run skips them. At the end DIR holds results.csv, results.json, results.md and summary.png
+    (and thesis_sweep.* for `report: thesis-table`). Exit code 0 whatever the statuses; 130 when interrupted.
+    """
+    from dlaopt.sweep import run_cli
+
+    code = run_cli(sweep_file, out_dir, scheduler=scheduler, workers=workers, engine=typing.cast(Any, engine),
+                   resume=not no_resume, quiet=quiet, verbose=verbose)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
 # ------------------------------------------------------------------------------------------------ show
+# ================================================================================================ compile
+@cli.command(name="compile")
+@click.argument("workload", metavar="WORKLOAD")
+@click.option("--hardware", required=True, metavar="PRESET|FILE",
+              help="The accelerator: a preset name (see `dlaopt presets`) or a hardware / instance file.")
+@click.option("--platform", default=None, metavar="NAME|FILE",
+              help="A multi-accelerator platform (e.g. magma-s2): adds the job-assignment stage.")
+@click.option("--param", "params", multiple=True, callback=_parse_assignments, metavar="K=V",
+              help="A network parameter (repeatable; zoo networks, or batch / dims of an ONNX model).")
+@click.option("--hw", "hw_params", multiple=True, callback=_parse_assignments, metavar="K=V",
+              help="A preset parameter (repeatable), e.g. --hw spad_kb=256.")
+@click.option("--platform-param", "platform_params", multiple=True, callback=_parse_assignments, metavar="K=V",
+              help="A platform parameter (repeatable), e.g. --platform-param system_bandwidth_gbps=16.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Where the report goes (default: compile-<network>/).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              metavar="SEC", help="Limit of every exact solve (the mapping stage spreads it over the layers).")
+@click.option("--tenants", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Requests of the network scheduled on the platform (default: one per sub-accelerator).")
+@click.option("--mapping-objective", type=click.Choice(["edp", "energy", "latency"]), default="edp",
+              show_default=True, help="Objective of the mapping stage.")
+@click.option("--methods", "stage_methods", multiple=True, callback=_parse_assignments, metavar="STAGE=A,B",
+              help="Methods of a stage (repeatable), e.g. --methods pinning=greedy,exact.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: the solver's).")
+@click.option("--no-plots", is_flag=True, help="Skip the plots.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report to stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+def compile_(workload: str, hardware: str, platform: str | None, params: dict[str, Any], hw_params: dict[str, Any],
+             platform_params: dict[str, Any], out_dir: Path | None, time_limit: float, tenants: int | None,
+             mapping_objective: str, stage_methods: dict[str, Any], seed: int, threads: int | None, no_plots: bool,
+             as_json: bool, quiet: bool) -> None:
+    """Compile WORKLOAD (a zoo name, .onnx model, workload or instance file): mapping -> tensor pinning -> bank
+    mapping -> (with --platform) job assignment, every stage verified; writes report.md, report.json, each stage's
+    instance and solution (re-check with `dlaopt verify`) and plots."""
+    from dlaopt.pipeline import (
+        DEFAULT_METHODS,
+        CompileOptions,
+        StageFailed,
+        compile_network,
+        hardware_document,
+        workload_document,
+        write_report,
+    )
+
+    methods = {k: tuple(m.strip() for m in str(v).split(",") if m.strip()) for k, v in stage_methods.items()}
+    for k in methods:
+        if k not in DEFAULT_METHODS:
+            _fail(f"--methods: unknown stage '{k}' (expected one of {', '.join(DEFAULT_METHODS)})")
+    err = _console(stderr=True)
+
+    def progress(stage: str, event: str, outcome: Any) -> None:
+        if quiet or as_json:
+            return
+        if event == "start":
+            err.print(f"{stage} ...")
+        else:
+            err.print(f"  {stage}: {outcome.chosen.method} {_fmt(outcome.chosen.objective)} "
+                      f"({outcome.chosen.status.value}, verified) in {outcome.time_s:.1f} s")
+
+    wdoc = workload_document(workload, params)
+    hdoc = hardware_document(hardware, hw_params)
+    pdoc = hardware_document(platform, platform_params, platform=True) if platform else None
+    opts = CompileOptions(mapping_objective=mapping_objective, methods={**DEFAULT_METHODS, **methods},
+                          time_limit=time_limit, seed=seed, threads=threads, tenants=tenants, progress=progress)
+    try:
+        report = compile_network(wdoc, hdoc, pdoc, opts)
+    except StageFailed as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise click.exceptions.Exit(EXIT_REJECTED) from None
+    folder = out_dir or Path(f"compile-{report.network}")
+    paths = write_report(report, folder, plots=not no_plots)
+    if as_json:
+        _echo_json(json.loads(paths["json"].read_text()))
+        return
+    e = report.end_to_end
+    out = _console()
+    out.print(f"{report.network}: {_fmt(e['cycles'])} cycles ({e['latency_s'] * 1e3:.4g} ms), "
+              f"{e['energy_pj'] * 1e-9:.4g} mJ, {_fmt(e['transfer_bytes'])} B to/from main memory")
+    if "platform" in e:
+        p = e["platform"]
+        out.print(f"platform: {p['tenants']} requests in {p['makespan_s'] * 1e3:.4g} ms "
+                  f"({p['requests_per_s']:.4g} requests/s)")
+    out.print(f"report: {paths['markdown']} (and report.json, stages/, plots/)")
+
+
 def _workload_dict(inst: Instance) -> dict[str, Any]:
     from dlaopt.workload.jobs import InlineJobs, TaskGroup
 
@@ -984,6 +1103,55 @@ def schema(output: Path | None) -> None:
     click.echo(f"schema written to {written}", err=True)
 
 
+# ------------------------------------------------------------------------------------------------ import
+@cli.command("import")
+@click.argument("model", metavar="MODEL.onnx")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the workload here (YAML); default: print it to stdout.")
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Sets the first dimension of every graph input.")
+@click.option("--dim", "dims", multiple=True, callback=_parse_assignments, metavar="NAME=VALUE",
+              help="The size of a symbolic input dimension (repeatable), e.g. --dim seq=128.")
+@click.option("--name", default=None, help="Workload name (default: the model file's stem).")
+@click.option("--dtype-bytes", type=click.IntRange(min=1), default=None,
+              help="Bytes per element (default: the size of the model's floating-point type).")
+def import_(model: str, output: Path | None, batch: int | None, dims: dict[str, Any], name: str | None,
+            dtype_bytes: int | None) -> None:
+    """Import the ONNX model MODEL.onnx as an inline workload (YAML) for instance files.
+
+    Paste the result under `workload:` in an instance, or let the instance read the model itself:
+    `workload: {onnx: MODEL.onnx, batch: 1, dims: {seq: 128}}`. A summary (operators, MACs, parameters) goes to
+    stderr. An unsupported operator or an unresolved dimension is bad input (exit 2), naming the node or the
+    dimension.
+    """
+    from dlaopt.workload.onnx_import import dump_workload_yaml, import_onnx, workload_document
+    from dlaopt.workload.tensor import TensorRole
+
+    for key, value in dims.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise click.BadParameter(f"{key}={value!r}: the size must be a positive integer", param_hint="--dim")
+    try:
+        wl = import_onnx(model, batch=batch, dims=dims, name=name, dtype_bytes=dtype_bytes)
+    except InputError as exc:  # no instance keys here: name the model file only
+        raise InputError(exc.message, file=exc.file or model, expected=exc.expected) from None
+    params = sum(t.numel for t in wl.tensors_with_role(TensorRole.WEIGHT))
+    settings = [f"--batch {batch}"] if batch is not None else []
+    settings += [f"--dim {k}={v}" for k, v in dims.items()]
+    summary = f"{wl.name}: {len(wl.operators):,} operators, {wl.total_macs:,} MACs, {params:,} parameters"
+    comment = f"dlaopt import {' '.join([Path(model).name, *settings])}\n{summary}"
+    text = dump_workload_yaml(workload_document(wl), comment=comment)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write the file: {exc.strerror or exc}", file=str(output)) from None
+        summary += f"; written to {output}"
+    click.echo(summary, err=True)
+
+
 # ================================================================================================ experiments
 # Subcommands of `dlaopt experiment`, imported only when that group is used. Adding one is one line here, so the
 # two planned subcommands are a two-line change:
@@ -1002,6 +1170,7 @@ EXPERIMENTS: dict[str, str] = {
     "deepopt-reproduce": "dlaopt.experiments.commands:deepopt_reproduce",
     "deepopt-benchmark": "dlaopt.experiments.commands:deepopt_benchmark",
     "magma-benchmark": "dlaopt.experiments.commands:magma_benchmark",
+    "compile-benchmark": "dlaopt.experiments.commands:compile_benchmark",
     "bankmap-benchmark": "dlaopt.experiments.commands:bankmap_benchmark",
 }
 
