@@ -134,12 +134,17 @@ SUITE_SCHEMA: dict[str, Any] = {
 }
 
 
-@cache
-def _suite_validator() -> Draft202012Validator:
+def schema_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """A validator of ``schema`` (itself checked first)."""
     from jsonschema import Draft202012Validator
 
-    Draft202012Validator.check_schema(SUITE_SCHEMA)
-    return Draft202012Validator(SUITE_SCHEMA)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+@cache
+def _suite_validator() -> Draft202012Validator:
+    return schema_validator(SUITE_SCHEMA)
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ from dlaopt.bench import (
     read_records,
     resolve_instance_file,
     resolve_named_file,
+    schema_validator,
     seconds_text,
     total_seconds,
 )
@@ -157,10 +158,7 @@ SWEEP_SCHEMA: dict[str, Any] = {
 
 @cache
 def _sweep_validator() -> Draft202012Validator:
-    from jsonschema import Draft202012Validator
-
-    Draft202012Validator.check_schema(SWEEP_SCHEMA)
-    return Draft202012Validator(SWEEP_SCHEMA)
+    return schema_validator(SWEEP_SCHEMA)
 
 
 @dataclass(frozen=True)
