@@ -455,8 +455,29 @@ class BenchReport:
         return headline_markdown(self.suite, self.rows, self.environment)
 
 
-def _key(entry: str, method: str) -> str:
+def record_key(entry: str, method: str) -> str:
+    """The key of one (instance, method) record in ``results.jsonl``."""
     return f"{entry}\t{method}"
+
+
+def open_results(out: Path, *, resume: bool) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Create the output folder and return its ``results.jsonl`` and the records already there (none, and the file
+    removed, without ``resume``)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(out)) from None
+    jsonl = out / RESULTS_JSONL
+    if not resume:
+        jsonl.unlink(missing_ok=True)
+    return jsonl, read_records(jsonl)
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with ``ratio_to_best`` set on each (:func:`ratio_to_best`)."""
+    for r, ratio in zip(rows, ratio_to_best(rows), strict=True):
+        r["ratio_to_best"] = ratio
+    return rows
 
 
 def read_records(path: Path) -> dict[str, dict[str, Any]]:
@@ -475,7 +496,7 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(rec, dict) and isinstance(rec.get("instance"), str) and isinstance(rec.get("method"), str):
-            out[_key(rec["instance"], rec["method"])] = rec
+            out[record_key(rec["instance"], rec["method"])] = rec
             good.append(line)
     if len(good) != len([ln for ln in text.splitlines() if ln.strip()]) or (text and not text.endswith("\n")):
         path.write_text("".join(g + "\n" for g in good), encoding="utf-8")
@@ -566,21 +587,14 @@ def run_suite(
 
     suite = name_or_path if isinstance(name_or_path, Suite) else load_suite(name_or_path)
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT_ROOT / suite.name
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(out)) from None
-    jsonl = out / RESULTS_JSONL
-    if not resume:
-        jsonl.unlink(missing_ok=True)
-    previous = read_records(jsonl)
+    jsonl, previous = open_results(out, resume=resume)
     pairs = suite.pairs
     records: dict[str, dict[str, Any]] = {}
     todo: list[tuple[SuiteEntry, str]] = []
     for entry, method in pairs:
-        rec = previous.get(_key(entry.name, method))
+        rec = previous.get(record_key(entry.name, method))
         if rec is not None and rec.get("config") == entry.config_key(method):
-            records[_key(entry.name, method)] = rec
+            records[record_key(entry.name, method)] = rec
         else:
             todo.append((entry, method))
     skipped = len(records)
@@ -604,7 +618,7 @@ def run_suite(
             restore_sigint()
             rec = _record(entry, method, res, prep_s)
             append_records(jsonl, [rec])
-            records[_key(entry.name, method)] = rec
+            records[record_key(entry.name, method)] = rec
             ran += 1
             remaining[entry.name] -= 1
             if remaining[entry.name] == 0:
@@ -661,10 +675,7 @@ def ratio_to_best(rows: Sequence[Mapping[str, Any]]) -> list[float | None]:
 
 
 def _rows(pairs: Sequence[tuple[SuiteEntry, str]], records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    rows = [dict(records[k]) for k in (_key(e.name, m) for e, m in pairs) if k in records]
-    for r, ratio in zip(rows, ratio_to_best(rows), strict=True):
-        r["ratio_to_best"] = ratio
-    return rows
+    return with_ratios([dict(records[k]) for k in (record_key(e.name, m) for e, m in pairs) if k in records])
 
 
 # ================================================================================================ reports

@@ -85,13 +85,14 @@ from dlaopt.bench import (
     json_safe,
     md_table,
     merge_documents,
-    ratio_to_best,
-    read_records,
+    open_results,
+    record_key,
     resolve_instance_file,
     resolve_named_file,
     schema_validator,
     seconds_text,
     total_seconds,
+    with_ratios,
 )
 from dlaopt.errors import InputError
 
@@ -509,7 +510,7 @@ class SweepReport:
 
 def _finished(task: SweepTask, methods: Sequence[str], previous: Mapping[str, Mapping[str, Any]]) -> bool:
     for m in methods:
-        rec = previous.get(f"{task.name}\t{m}")
+        rec = previous.get(record_key(task.name, m))
         if rec is None or rec.get("config") != task.key or rec.get("failure") == "worker":
             return False
     return True
@@ -540,20 +541,13 @@ def run_sweep(
         raise InputError("--scheduler needs the dask engine", path=("--scheduler",), expected="--engine dask")
     sweep = name_or_path if isinstance(name_or_path, Sweep) else load_sweep(name_or_path)
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT_ROOT / sweep.name
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output folder: {exc.strerror or exc}", file=str(out)) from None
-    jsonl = out / RESULTS_JSONL
-    if not resume:
-        jsonl.unlink(missing_ok=True)
-    previous = read_records(jsonl)
+    jsonl, previous = open_results(out, resume=resume)
     records: dict[str, dict[str, Any]] = {}
     todo: list[SweepTask] = []
     for task in sweep.tasks:
         if _finished(task, sweep.methods, previous):
             for m in sweep.methods:
-                records[f"{task.name}\t{m}"] = dict(previous[f"{task.name}\t{m}"])
+                records[record_key(task.name, m)] = dict(previous[record_key(task.name, m)])
         else:
             todo.append(task)
     skipped = len(sweep.tasks) - len(todo)
@@ -569,7 +563,7 @@ def run_sweep(
         nonlocal ran
         append_records(jsonl, recs)
         for r in recs:
-            records[f"{task.name}\t{r['method']}"] = r
+            records[record_key(task.name, r["method"])] = r
         ran += 1
         emit(SweepEvent("done", skipped + ran, len(sweep.tasks), task, recs))
 
@@ -723,15 +717,8 @@ def _check_versions(client: Any, scheduler: str) -> None:
 
 
 def _rows(sweep: Sweep, records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
-    for task in sweep.tasks:
-        for m in sweep.methods:
-            rec = records.get(f"{task.name}\t{m}")
-            if rec is not None:
-                rows.append(dict(rec))
-    for r, ratio in zip(rows, ratio_to_best(rows), strict=True):
-        r["ratio_to_best"] = ratio
-    return rows
+    keys = (record_key(task.name, m) for task in sweep.tasks for m in sweep.methods)
+    return with_ratios([dict(records[k]) for k in keys if k in records])
 
 
 # ================================================================================================ reports
