@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_checks import assert_bad_input
 from click.testing import CliRunner
 
 from dlaopt import bench
@@ -292,8 +293,7 @@ def test_bad_suite_is_a_located_input_error(tmp_path: Path, change: dict[str, An
     assert "bad.yaml" in message and where in message, message
 
     result = CliRunner().invoke(cli, ["bench", str(path), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 2, result.output
-    assert result.stderr.startswith("error: ") and where in result.stderr and "Traceback" not in result.stderr
+    assert_bad_input(result.exit_code, result.stderr, where)
     assert not (tmp_path / "out").exists()  # nothing ran
 
 

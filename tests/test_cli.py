@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_checks import assert_bad_input
 from click.testing import CliRunner, Result
 from rich.console import Console
 
@@ -52,12 +53,6 @@ def run_process(*args: str | Path, cwd: Path | None = None) -> subprocess.Comple
     env = {k: v for k, v in os.environ.items() if k != "DLAOPT_DEBUG"}
     return subprocess.run([sys.executable, "-m", "dlaopt", *map(str, args)], capture_output=True, text=True,
                           timeout=300, cwd=cwd or ROOT, env=env)
-
-
-def assert_bad_input(code: int, stderr: str) -> None:
-    assert code == 2, stderr
-    assert stderr.startswith("error: "), stderr
-    assert "Traceback" not in stderr
 
 
 # ================================================================================================ basics

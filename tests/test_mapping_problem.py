@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_bad_input
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import ExactOutcome, HeuristicFailure
@@ -199,8 +200,7 @@ def test_cli_solve_json_and_malformed_layers(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(TINY.read_text() + "options: {layers: [missing]}\n")
     r = _cli("solve", str(bad))
-    assert r.returncode == 2
-    assert "missing" in r.stderr and "options.layers[0]" in r.stderr and "Traceback" not in r.stderr
+    assert_bad_input(r.returncode, r.stderr, "missing", "options.layers[0]")
 
 
 def test_cli_mapping_benchmark_quick(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import onnx
 import onnx_models as om
 import pytest
 import yaml
+from cli_checks import assert_bad_input
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
@@ -374,9 +375,8 @@ def test_cli_import_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
                          ([tmp_path / "missing.onnx"], "file not found")):
         proc = subprocess.run([sys.executable, "-m", "dlaopt", "import", *map(str, args)], capture_output=True,
                               text=True, timeout=120, cwd=ROOT)
-        assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.startswith("error: ") and needle in proc.stderr
-        assert "Traceback" not in proc.stderr and proc.stdout == ""
+        assert_bad_input(proc.returncode, proc.stderr, needle)
+        assert proc.stdout == ""
 
 
 def test_shipped_example_instance_solves() -> None:

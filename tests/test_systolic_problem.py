@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from cli_checks import assert_bad_input
 
 from dlaopt.errors import InputError
 from dlaopt.io.instance import instance_from_dict
@@ -119,7 +120,7 @@ def test_missing_psum_sram_is_a_located_error(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc))
     run = subprocess.run([sys.executable, "-m", "dlaopt", "solve", str(path)], capture_output=True, text=True,
                          timeout=300)
-    assert run.returncode == 2 and "Traceback" not in run.stderr and "operands [O]" in run.stderr
+    assert_bad_input(run.returncode, run.stderr, "operands [O]")
 
 
 def test_sram_size_without_energy_figure() -> None:

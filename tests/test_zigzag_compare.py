@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_bad_input
 
 from dlaopt.errors import InputError
 from dlaopt.experiments import zigzag_runner
@@ -281,6 +282,4 @@ def test_ensure_zigzag_rejects_python_without_zigzag():
 def test_cli_missing_zigzag_python(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dlaopt", "experiment", "zigzag-compare", "--zigzag-python",
                         "/nonexistent", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2, r.stderr
-    assert r.stderr.startswith("error:") and "/nonexistent" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert_bad_input(r.returncode, r.stderr, "/nonexistent")
