@@ -3,12 +3,11 @@ exact ≤ propagate ≤ local, located errors (brute force against exact: tests/
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_helpers import solve_and_verify
 
 from dlaopt.errors import InputError
 from dlaopt.io.instance import instance_from_dict
@@ -38,14 +37,9 @@ def test_every_method_verified_with_the_functional_check() -> None:
 
 def test_cli_round_trip(tmp_path: Path) -> None:
     sol = tmp_path / "s.yaml"
-    run = subprocess.run([sys.executable, "-m", "dlaopt", "solve", str(SMALL), "--method", "propagate", "-o",
-                          str(sol)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
+    solve_and_verify(SMALL, sol, "--method", "propagate")
     doc = yaml.safe_load(sol.read_text())
     assert doc["solution"]["layouts"]["c"]["bank_axis"] == 1  # the concat's output spread along its channels
-    check = subprocess.run([sys.executable, "-m", "dlaopt", "verify", str(SMALL), str(sol)], capture_output=True,
-                           text=True, timeout=300)
-    assert check.returncode == 0, check.stderr
 
 
 def test_tampered_choice_is_located() -> None:

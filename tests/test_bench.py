@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_checks import assert_bad_input
+from cli_helpers import assert_rejected_file
 from click.testing import CliRunner
 
 from dlaopt import bench
@@ -287,14 +287,7 @@ def test_bad_suite_is_a_located_input_error(tmp_path: Path, change: dict[str, An
     if "entriez" in change:
         doc["entries"] = [{"instance": "pinning/tiny-inline.yaml"}]
     path = write_suite(tmp_path / "bad.yaml", doc)
-    with pytest.raises(InputError) as info:
-        load_suite(path)
-    message = info.value.render()
-    assert "bad.yaml" in message and where in message, message
-
-    result = CliRunner().invoke(cli, ["bench", str(path), "--out", str(tmp_path / "out")])
-    assert_bad_input(result.exit_code, result.stderr, where)
-    assert not (tmp_path / "out").exists()  # nothing ran
+    assert_rejected_file(load_suite, path, where, "bench", tmp_path / "out")
 
 
 def test_unknown_suite_and_yaml_errors(tmp_path: Path) -> None:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 from click.testing import CliRunner, Result
 from rich.console import Console
 
@@ -49,12 +46,6 @@ def run(*args: str | Path) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
-def run_process(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DLAOPT_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "dlaopt", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, cwd=cwd or ROOT, env=env)
-
-
 # ================================================================================================ basics
 def test_help_and_version() -> None:
     res = run("--help")
@@ -67,14 +58,14 @@ def test_help_and_version() -> None:
 
 
 def test_python_m_dlaopt_version() -> None:
-    proc = run_process("--version")
+    proc = run_dlaopt("--version")
     assert proc.returncode == 0 and __version__ in proc.stdout
 
 
 # ================================================================================================ bad input: exit 2
 @pytest.mark.parametrize("path", sorted(p for p in MALFORMED.glob("*.yaml") if p != OVERSIZED), ids=lambda p: p.name)
 def test_show_malformed_instance_exits_2(path: Path) -> None:
-    proc = run_process("show", path.relative_to(ROOT))
+    proc = run_dlaopt("show", path.relative_to(ROOT))
     assert_bad_input(proc.returncode, proc.stderr)
     assert str(path.relative_to(ROOT)) in proc.stderr
     assert MALFORMED_KEYS.get(path.name, "") in proc.stderr
@@ -82,7 +73,7 @@ def test_show_malformed_instance_exits_2(path: Path) -> None:
 
 
 def test_solve_oversized_without_tiling_exits_2() -> None:
-    proc = run_process("solve", OVERSIZED)
+    proc = run_dlaopt("solve", OVERSIZED)
     assert_bad_input(proc.returncode, proc.stderr)
     assert str(OVERSIZED) in proc.stderr
     assert "options.oversize" in proc.stderr
@@ -90,7 +81,7 @@ def test_solve_oversized_without_tiling_exits_2() -> None:
 
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:
-    proc = run_process("solve", tmp_path / "nope.yaml")
+    proc = run_dlaopt("solve", tmp_path / "nope.yaml")
     assert_bad_input(proc.returncode, proc.stderr)
     assert "nope.yaml" in proc.stderr and "not found" in proc.stderr
     res = run("show", tmp_path / "nope.yaml")
@@ -98,7 +89,7 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_usage_error_exits_2() -> None:
-    proc = run_process("solve")
+    proc = run_dlaopt("solve")
     assert proc.returncode == 2
     assert "Missing argument" in proc.stderr and "Traceback" not in proc.stderr
     res = run("solve", TINY, "--time-limit", "-3")
@@ -124,7 +115,7 @@ def test_unavailable_pyomo_solver_exits_2() -> None:
     """Decision: a well-formed ``pyomo:NAME`` that Pyomo does not report available is bad input (exit 2), checked
     before any work, rather than a result whose exact solve failed (which the harness would report as the
     heuristic fallback with status 'feasible')."""
-    proc = run_process("solve", TINY, "--solver", "pyomo:nonexistent")
+    proc = run_dlaopt("solve", TINY, "--solver", "pyomo:nonexistent")
     assert_bad_input(proc.returncode, proc.stderr)
     assert "pyomo:nonexistent" in proc.stderr and "not available" in proc.stderr and "highs" in proc.stderr
     res = run("compare", TINY, "--solver", "pyomo:nonexistent", "--json")
@@ -169,7 +160,7 @@ def test_internal_error_exits_1_without_traceback(monkeypatch: pytest.MonkeyPatc
 def solved(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     """``dlaopt solve tiny-inline.yaml --json --seed 0 --threads 1 -o sol.yaml`` in a real process."""
     sol = tmp_path_factory.mktemp("solve") / "sol.yaml"
-    proc = run_process("solve", TINY, "--json", "--seed", "0", "--threads", "1", "-o", sol)
+    proc = run_dlaopt("solve", TINY, "--json", "--seed", "0", "--threads", "1", "-o", sol)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return json.loads(proc.stdout), sol

@@ -4,12 +4,10 @@ instance, unique shapes solved once, padding, infeasible and malformed input, th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import ExactOutcome, HeuristicFailure
@@ -187,25 +185,20 @@ def test_shipped_instances_load() -> None:
         assert p.data.nests
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dlaopt", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
-
-
 def test_cli_solve_json_and_malformed_layers(tmp_path: Path) -> None:
-    r = _cli("solve", str(TINY), "--json", "--seed", "0")
+    r = run_dlaopt("solve", str(TINY), "--json", "--seed", "0")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["status"] == "optimal" and doc["verified"] and doc["metrics"]["layers"][0]["layer"] == "conv"
     bad = tmp_path / "bad.yaml"
     bad.write_text(TINY.read_text() + "options: {layers: [missing]}\n")
-    r = _cli("solve", str(bad))
+    r = run_dlaopt("solve", str(bad))
     assert_bad_input(r.returncode, r.stderr, "missing", "options.layers[0]")
 
 
 def test_cli_mapping_benchmark_quick(tmp_path: Path) -> None:
-    r = _cli("experiment", "mapping-benchmark", "--network", "lenet5", "--layers", "1", "--presets", "accel-b",
-             "--methods", "exact,nvdla,eyeriss", "--workers", "1", "--out", str(tmp_path), "--json")
+    r = run_dlaopt("experiment", "mapping-benchmark", "--network", "lenet5", "--layers", "1", "--presets", "accel-b",
+                   "--methods", "exact,nvdla,eyeriss", "--workers", "1", "--out", str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     row = out["rows"][0]

@@ -5,13 +5,12 @@ precedence, the Gantt chart, located errors."""
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from cli_helpers import run_dlaopt, solve_and_verify
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator
@@ -76,15 +75,9 @@ def test_task_group_instance_and_cli(tmp_path: Path) -> None:
     path = tmp_path / "rec.yaml"
     path.write_text(yaml.safe_dump(doc))
     sol = tmp_path / "sol.yaml"
-    run = subprocess.run([sys.executable, "-m", "dlaopt", "solve", str(path), "--method", "herald", "-o", str(sol)],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    check = subprocess.run([sys.executable, "-m", "dlaopt", "verify", str(path), str(sol)], capture_output=True,
-                           text=True, timeout=300)
-    assert check.returncode == 0, check.stderr
+    solve_and_verify(path, sol, "--method", "herald")
     svg = tmp_path / "g.svg"
-    draw = subprocess.run([sys.executable, "-m", "dlaopt", "gantt", str(path), str(sol), "-o", str(svg)],
-                          capture_output=True, text=True, timeout=300)
+    draw = run_dlaopt("gantt", path, sol, "-o", svg)
     assert draw.returncode == 0, draw.stderr
     text = svg.read_text()
     assert text.startswith("<svg") and text.rstrip().endswith("</svg>")

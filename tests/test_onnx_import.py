@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import onnx
 import onnx_models as om
 import pytest
 import yaml
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
@@ -373,8 +371,7 @@ def test_cli_import_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
     onnx.save(om.transformer_block(), block)
     for args, needle in (([bad], "node 'leaky' (LeakyRelu)"), ([block, "--batch", "1"], "--dim seq=VALUE"),
                          ([tmp_path / "missing.onnx"], "file not found")):
-        proc = subprocess.run([sys.executable, "-m", "dlaopt", "import", *map(str, args)], capture_output=True,
-                              text=True, timeout=120, cwd=ROOT)
+        proc = run_dlaopt("import", *args)
         assert_bad_input(proc.returncode, proc.stderr, needle)
         assert proc.stdout == ""
 

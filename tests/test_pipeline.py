@@ -8,13 +8,11 @@ import itertools
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 
 from dlaopt.formulations.mapping.arch import arch_from_accelerator
 from dlaopt.formulations.mapping.heuristics import sample_mapping
@@ -349,21 +347,16 @@ def test_an_infeasible_stage_names_itself_and_why() -> None:
 
 
 # ============================================================================================ the command
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dlaopt", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
-
-
 def test_cli_compile_writes_the_report(tmp_path: Path) -> None:
-    r = _cli("compile", "minerva", "--hardware", "smaug-nvdla", "--hw", "spad_kb=64", "--out", str(tmp_path / "o"),
-             "--time-limit", "10", "--threads", "1", "--methods", "pinning=greedy,exact", "--no-plots",
-             cwd=tmp_path)
+    r = run_dlaopt("compile", "minerva", "--hardware", "smaug-nvdla", "--hw", "spad_kb=64", "--out", tmp_path / "o",
+                   "--time-limit", "10", "--threads", "1", "--methods", "pinning=greedy,exact", "--no-plots",
+                   cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "report:" in r.stdout and "cycles" in r.stdout
     doc = json.loads((tmp_path / "o" / "report.json").read_text())
     assert [m["method"] for m in doc["stages"][1]["methods"]] == ["greedy", "exact"]
-    v = _cli("verify", str(tmp_path / "o/stages/pinning.yaml"), str(tmp_path / "o/stages/pinning-solution.yaml"),
-             cwd=tmp_path)
+    v = run_dlaopt("verify", str(tmp_path / "o/stages/pinning.yaml"), str(tmp_path / "o/stages/pinning-solution.yaml"),
+                   cwd=tmp_path)
     assert v.returncode == 0, v.stderr
 
 
@@ -374,7 +367,7 @@ def test_cli_compile_writes_the_report(tmp_path: Path) -> None:
     (["lenet5", "--hardware", "smaug-nvdla", "--platform", "magma-s9"], "magma-s9"),
 ])
 def test_cli_compile_bad_input(tmp_path: Path, args: list[str], needle: str) -> None:
-    r = _cli("compile", *args, cwd=tmp_path)
+    r = run_dlaopt("compile", *args, cwd=tmp_path)
     assert_bad_input(r.returncode, r.stderr, needle)
 
 

@@ -11,7 +11,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.pinning.evaluator import count_transfers
@@ -60,10 +59,7 @@ SUBPROCESS_COMPARISONS = 2
 
 
 def _run(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "DLAOPT_DEBUG"}
-    env["MPLBACKEND"] = "Agg"
-    return subprocess.run([sys.executable, "-m", "dlaopt", *map(str, args)], capture_output=True, text=True,
-                          timeout=240, cwd=ROOT, env=env)
+    return run_dlaopt(*args)
 
 
 def png_size(path: Path) -> tuple[int, int]:

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, assert_rejected_file
 from click.testing import CliRunner
 
 from dlaopt.cli import cli
-from dlaopt.errors import InputError
 from dlaopt.experiments.pinning import (
     SWEEP_METHODS,
     THESIS_NETWORKS,
@@ -116,14 +115,7 @@ def test_bad_sweep_is_a_located_input_error(tmp_path: Path, change: dict[str, An
     if "workloadz" in change:
         del doc["workloads"]
     path = write(tmp_path / "bad.yaml", doc)
-    with pytest.raises(InputError) as info:
-        load_sweep(path)
-    message = info.value.render()
-    assert "bad.yaml" in message and where in message, message
-
-    result = CliRunner().invoke(cli, ["sweep", str(path), "--out", str(tmp_path / "out")])
-    assert_bad_input(result.exit_code, result.stderr, where)
-    assert not (tmp_path / "out").exists()  # nothing ran
+    assert_rejected_file(load_sweep, path, where, "sweep", tmp_path / "out")
 
 
 def test_grid_axes_objective_options_and_instance_files(tmp_path: Path) -> None:

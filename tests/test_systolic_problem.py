@@ -5,14 +5,12 @@ network E·D; located errors for bad input; infeasibility with a reason."""
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt, solve_and_verify
 
 from dlaopt.errors import InputError
 from dlaopt.io.instance import instance_from_dict
@@ -98,12 +96,7 @@ def test_solution_round_trip_and_tampering(tmp_path: Path) -> None:
 
 def test_cli_solve_and_verify(tmp_path: Path) -> None:
     out = tmp_path / "sol.yaml"
-    run = subprocess.run([sys.executable, "-m", "dlaopt", "solve", str(TINY), "--method", "exact", "-o", str(out)],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    check = subprocess.run([sys.executable, "-m", "dlaopt", "verify", str(TINY), str(out)], capture_output=True,
-                           text=True, timeout=300)
-    assert check.returncode == 0, check.stderr
+    solve_and_verify(TINY, out, "--method", "exact")
 
 
 def test_missing_psum_sram_is_a_located_error(tmp_path: Path) -> None:
@@ -118,8 +111,7 @@ def test_missing_psum_sram_is_a_located_error(tmp_path: Path) -> None:
     assert "operands [O]" in exc.value.message and exc.value.path == ("hardware", "memories")
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(doc))
-    run = subprocess.run([sys.executable, "-m", "dlaopt", "solve", str(path)], capture_output=True, text=True,
-                         timeout=300)
+    run = run_dlaopt("solve", path)
     assert_bad_input(run.returncode, run.stderr, "operands [O]")
 
 

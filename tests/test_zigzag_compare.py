@@ -12,12 +12,11 @@ import copy
 import importlib.util
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from cli_checks import assert_bad_input
+from cli_helpers import assert_bad_input, run_dlaopt
 
 from dlaopt.errors import InputError
 from dlaopt.experiments import zigzag_runner
@@ -280,6 +279,5 @@ def test_ensure_zigzag_rejects_python_without_zigzag():
 
 
 def test_cli_missing_zigzag_python(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "dlaopt", "experiment", "zigzag-compare", "--zigzag-python",
-                        "/nonexistent", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    r = run_dlaopt("experiment", "zigzag-compare", "--zigzag-python", "/nonexistent", "--out", tmp_path / "out")
     assert_bad_input(r.returncode, r.stderr, "/nonexistent")
