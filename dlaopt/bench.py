@@ -59,8 +59,8 @@ from dlaopt.errors import InputError
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
+    from dlaopt.harness import Prepared, Result
     from dlaopt.io.instance import Instance
-    from dlaopt.solvers.harness import Prepared, Result
     from dlaopt.solvers.result import SolveOptions
 
 SUITE_SUFFIXES = (".yaml", ".yml", ".json")
@@ -583,7 +583,7 @@ def run_suite(
     KeyboardInterrupt) during the run still writes the reports of what is finished, marked incomplete, and is
     re-raised; the next run resumes from there.
     """
-    from dlaopt.solvers import harness
+    from dlaopt import harness
 
     suite = name_or_path if isinstance(name_or_path, Suite) else load_suite(name_or_path)
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT_ROOT / suite.name
@@ -645,7 +645,7 @@ def restore_sigint() -> None:
 
 def _prepare(entry: SuiteEntry, suite_file: str) -> Prepared:
     """Prepare an entry's instance; an InputError of the problem's prepare step names the entry and its file."""
-    from dlaopt.solvers.harness import prepare
+    from dlaopt.harness import prepare
 
     try:
         return prepare(entry.instance)

@@ -1,4 +1,4 @@
-"""The ``dlaopt`` command line: a thin layer over :mod:`dlaopt.solvers.harness` and :mod:`dlaopt.io`.
+"""The ``dlaopt`` command line: a thin layer over :mod:`dlaopt.harness` and :mod:`dlaopt.io`.
 
 Commands (``dlaopt COMMAND --help`` for the options)::
 
@@ -62,8 +62,8 @@ from dlaopt.errors import InputError
 from dlaopt.hardware.model import Accelerator, Platform
 
 if TYPE_CHECKING:
+    from dlaopt.harness import Prepared, Result
     from dlaopt.io.instance import Instance
-    from dlaopt.solvers.harness import Prepared, Result
     from dlaopt.solvers.result import SolveOptions, TracePoint
 
 EXIT_OK = 0
@@ -243,7 +243,7 @@ def _load(path: str) -> Instance:
 
 def _prepare(instance: Instance) -> Prepared:
     """Prepare ``instance``; an :class:`InputError` from the problem's prepare step gets the file name added."""
-    from dlaopt.solvers.harness import prepare
+    from dlaopt.harness import prepare
 
     try:
         return prepare(instance)
@@ -374,7 +374,7 @@ def solve(instance: str, method: str, solver: str | None, time_limit: float | No
     objective, bound, gap, time_s, ..., verified, verification, metrics, warm_start, trace, message, solution).
     Exit code 0 whatever the status (optimal, feasible, infeasible, no_solution, error): the status says it.
     """
-    from dlaopt.solvers import harness
+    from dlaopt import harness
 
     solver = check_solver(solver)
     err = _console(stderr=True)
@@ -479,7 +479,7 @@ def compare(instance: str, methods: list[str] | None, solver: str | None, time_l
     With --json: a list of Result.to_dict() objects, one per method, with `solution` set to null.
     Exit code 0 whatever the statuses.
     """
-    from dlaopt.solvers import harness
+    from dlaopt import harness
 
     solver = check_solver(solver)
     err = _console(stderr=True)
@@ -530,8 +530,8 @@ def verify(instance: str, solution: str, as_json: bool) -> None:
     Exit code 0 when the solution is verified (feasible), 1 when it is rejected, 2 for unreadable or malformed
     files (including a solution for another problem, or naming buffers or steps the instance does not have).
     """
+    from dlaopt import harness
     from dlaopt.io import load_solution_document
-    from dlaopt.solvers import harness
 
     inst = _load(instance)
     doc = load_solution_document(solution)
@@ -663,7 +663,7 @@ def plot(instance: str, solution: str | None, output: str, kind: str | None, com
         raise exc.located(file=instance) from None
     err = _console(stderr=True)
     if compare_methods is not None:
-        from dlaopt.solvers import harness
+        from dlaopt import harness
 
         for name in compare_methods:
             _check_method(p, name)

@@ -404,7 +404,7 @@ def _failed_records(spec: Mapping[str, Any], message: str, failure: str) -> list
     """Status ``error`` records for every method of a task that failed as a whole (``failure``: ``task`` — an
     exception in it, kept; ``worker`` — it never came back, run again on resume)."""
     from dlaopt.bench import result_record
-    from dlaopt.solvers.harness import Result
+    from dlaopt.harness import Result
     from dlaopt.solvers.result import Status
 
     doc = spec["document"]
@@ -428,9 +428,9 @@ def run_task(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Run one sweep task (a plain JSON spec from :meth:`SweepTask.spec`) and return its records, one per method.
 
     Never raises for a failing instance or method: the exception becomes a record with status ``error``."""
+    from dlaopt import harness
     from dlaopt.bench import restore_sigint, result_record, solve_options
     from dlaopt.io.instance import instance_from_dict
-    from dlaopt.solvers import harness
 
     try:
         prepared = harness.prepare(instance_from_dict(spec["document"], source=spec.get("source")))

@@ -23,6 +23,7 @@ from test_bankmap_mapping import (
 )
 from test_bankmap_problem import SMALL
 
+from dlaopt import harness
 from dlaopt.errors import InputError
 from dlaopt.formulations.bankmap.evaluate import BankMappingError, evaluate, functional_check, validate_mapping
 from dlaopt.formulations.bankmap.exact import build_milp
@@ -30,7 +31,6 @@ from dlaopt.formulations.bankmap.layouts import BankMapping, LayoutModel, build_
 from dlaopt.formulations.bankmap.methods import local, local_off_chip, propagate
 from dlaopt.formulations.bankmap.problem import BankMapData
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers import harness
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.workload.builder import NetworkBuilder
 from dlaopt.workload.graph import Workload

@@ -14,11 +14,10 @@ import yaml
 from cli_helpers import assert_rejected_file
 from click.testing import CliRunner
 
-from dlaopt import bench
+from dlaopt import bench, harness
 from dlaopt.bench import BenchEvent, load_suite, ratio_to_best, run_suite, update_readme
 from dlaopt.cli import cli
 from dlaopt.errors import InputError
-from dlaopt.solvers import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "instances" / "suites"

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pinning_cases import small_accelerator
 
+from dlaopt.harness import solve
 from dlaopt.io.instance import Instance
-from dlaopt.solvers.harness import solve
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.workload import NetworkBuilder
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from cli_helpers import assert_bad_input, run_dlaopt
 
+from dlaopt import harness
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import ExactOutcome, HeuristicFailure
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.exact import solve_single
 from dlaopt.formulations.mapping.milp import MappingMilp
 from dlaopt.io.instance import instance_from_dict, load_instance
-from dlaopt.solvers import harness
 from dlaopt.solvers.backends import solve_linear
 from dlaopt.solvers.result import SolveOptions, Status
 

@@ -24,11 +24,11 @@ from cli_helpers import assert_bad_input, run_dlaopt
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
+from dlaopt import harness
 from dlaopt.cli import cli
 from dlaopt.errors import InputError
 from dlaopt.io import instance_from_dict, load_instance
 from dlaopt.io.schema import SHIPPED_SCHEMA_PATH
-from dlaopt.solvers import harness
 from dlaopt.workload import NetworkBuilder, OpKind, TensorRole, Workload, onnx_import
 from dlaopt.workload.onnx_import import dump_workload_yaml, import_onnx, import_onnx_document, workload_document
 from dlaopt.zoo import ZOO

@@ -12,9 +12,9 @@ from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
 from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, identical_bins, merged_graph
 from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.harness import compare, solve
 from dlaopt.io.instance import Instance
 from dlaopt.solvers.backends import solve_linear
-from dlaopt.solvers.harness import compare, solve
 from dlaopt.solvers.result import SolveOptions, Status
 
 DETERMINISTIC = SolveOptions(seed=0, threads=1, deterministic=True, mip_rel_gap=0.0)
@@ -185,7 +185,7 @@ def test_infeasible_instance_says_why():
 
 
 def test_solution_round_trip_and_verify():
-    from dlaopt.solvers.harness import prepare, verify
+    from dlaopt.harness import prepare, verify
 
     acc = small_accelerator([64, 40, 32])
     p = prepare(_instance(random_workload(2, n_ops=6), acc))

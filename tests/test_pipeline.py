@@ -23,6 +23,7 @@ from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.tiling import LayerTile, tiled_graph
 from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware import PRESETS
+from dlaopt.harness import prepare, verify
 from dlaopt.io.instance import instance_from_dict, load_instance, load_mapping
 from dlaopt.pipeline import (
     CompileOptions,
@@ -33,7 +34,6 @@ from dlaopt.pipeline import (
     write_report,
 )
 from dlaopt.pipeline.handoff import dim_extents, jobs_document, layer_tile, off_chip_tensors, onchip_level
-from dlaopt.solvers.harness import prepare, verify
 from dlaopt.workload import NetworkBuilder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from cli_helpers import assert_bad_input, run_dlaopt
 
+from dlaopt import harness
 from dlaopt.errors import InputError
 from dlaopt.formulations.pinning.evaluator import count_transfers
 from dlaopt.io import load_instance, save_solution_document
-from dlaopt.solvers import harness
 from dlaopt.solvers.result import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[1]

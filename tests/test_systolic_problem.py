@@ -12,9 +12,9 @@ import pytest
 import yaml
 from cli_helpers import assert_bad_input, run_dlaopt, solve_and_verify
 
+from dlaopt import harness
 from dlaopt.errors import InputError
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers import harness
 from dlaopt.solvers.result import SolveOptions, Status
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from dlaopt.formulations.pinning.data import untiled_graph
 from dlaopt.formulations.pinning.tiling import tiled_graph
 from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware import DMA, Accelerator, Memory, MemoryKind, PEArray
+from dlaopt.harness import solve
 from dlaopt.io import SHIPPED_SCHEMA_PATH, instance_from_dict, instance_schema
-from dlaopt.solvers.harness import solve
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.workload import NetworkBuilder, Operator, OpKind, TensorRole, Workload
 from dlaopt.workload.execute import ACTIVATION_FORMULAS, activation, execute, random_values, run_operator

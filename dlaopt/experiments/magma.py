@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from dlaopt import harness
 from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator
 from dlaopt.formulations.multiaccel.model import Assignment
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers import harness
 from dlaopt.solvers.result import SolveOptions
 
 TASKS = ("vision", "language", "recommendation", "mix")

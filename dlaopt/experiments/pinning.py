@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlaopt.harness import compare, prepare, solve
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers.harness import compare, prepare, solve
 from dlaopt.solvers.result import SolveOptions
 
 # The thesis' eight models as SMAUG defines them (seed 000 §6.1). SMAUG's "Resnet" is ResNet-50 on a 225x225

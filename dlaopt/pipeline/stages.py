@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlaopt.errors import DlaoptError
+from dlaopt.harness import Prepared, Result, prepare, solve
 from dlaopt.io.instance import instance_from_dict
-from dlaopt.solvers.harness import Prepared, Result, prepare, solve
 from dlaopt.solvers.result import SolveOptions, Status
 
 

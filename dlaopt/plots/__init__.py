@@ -4,7 +4,7 @@
 
     from dlaopt.io import load_instance
     from dlaopt.plots import plot_comparison, plot_solution, save
-    from dlaopt.solvers.harness import compare, prepare, solve
+    from dlaopt.harness import compare, prepare, solve
 
     p = prepare(load_instance("instances/pinning/tiny-inline.yaml"))
     res = solve(p, "greedy")
@@ -50,8 +50,8 @@ from dlaopt.errors import InputError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from dlaopt.harness import Prepared, Result
     from dlaopt.plots.common import PlotKind
-    from dlaopt.solvers.harness import Prepared, Result
 
 PROBLEM_MODULES: dict[str, str] = {
     "pinning": "dlaopt.plots.pinning",

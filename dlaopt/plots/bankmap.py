@@ -43,7 +43,7 @@ from dlaopt.plots.common import (
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation
-    from dlaopt.solvers.harness import Prepared, Result
+    from dlaopt.harness import Prepared, Result
 
 SOLUTION_TYPE = BankMapping
 MAX_ROWS = 48

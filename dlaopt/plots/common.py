@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, Locator, LogLocator, NullFormatter
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation
-    from dlaopt.solvers.harness import Result
+    from dlaopt.harness import Result
 
 DPI = 100
 MAX_WIDTH_IN = 22.0

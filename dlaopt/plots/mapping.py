@@ -55,7 +55,7 @@ from dlaopt.plots.common import (
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation
-    from dlaopt.solvers.harness import Prepared, Result
+    from dlaopt.harness import Prepared, Result
 
 SOLUTION_TYPE = MappingSolution
 OPERAND_COLOURS = {"I": "#4e79a7", "W": "#f28e2b", "O": "#59a14f", "network": "#bab0ac", "mac": "#b07aa1"}

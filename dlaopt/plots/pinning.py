@@ -47,7 +47,7 @@ from dlaopt.workload.tensor import TensorRole
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation
-    from dlaopt.solvers.harness import Prepared, Result
+    from dlaopt.harness import Prepared, Result
 
 SOLUTION_TYPE = PinningSolution
 LOAD_COLOUR = "#1b4f72"

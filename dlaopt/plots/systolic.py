@@ -41,7 +41,7 @@ from dlaopt.plots.common import (
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation
-    from dlaopt.solvers.harness import Prepared, Result
+    from dlaopt.harness import Prepared, Result
 
 SOLUTION_TYPE = SystolicSolution
 SCHEDULE_COLOURS = dict(zip(SCHEDULE_NAMES, ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759"), strict=True))
