@@ -281,9 +281,9 @@ def _locate(exc: InputError, point: Mapping[str, Any], instance_file: str, where
 def load_sweep(name_or_path: str | Path) -> Sweep:
     """Read, validate and expand a sweep file: every task's instance document is built and checked, the methods and
     solve options too, before anything runs; every bad input is an :class:`InputError` naming the file and key."""
-    from dlaopt.formulations import PROBLEM_SPECS
     from dlaopt.io.instance import instance_from_dict, load_mapping
     from dlaopt.io.schema import validate_against
+    from dlaopt.specs import PROBLEM_SPECS
 
     path = resolve_sweep(name_or_path)
     file = display_path(path)

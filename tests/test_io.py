@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from dlaopt.errors import InputError
-from dlaopt.formulations import problem_spec
 from dlaopt.io import (
     SHIPPED_SCHEMA_PATH,
     Instance,
@@ -25,6 +24,7 @@ from dlaopt.io import (
     save_solution_document,
     write_schema,
 )
+from dlaopt.specs import problem_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PINNING = ROOT / "instances" / "pinning"

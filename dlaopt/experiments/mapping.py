@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
 from dlaopt.formulations.mapping.problem import run_layer_exact, run_layer_heuristic
 from dlaopt.hardware.presets import PRESETS
 from dlaopt.solvers.result import SolveOptions
+from dlaopt.specs import mapping as mapping_options
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator
 from dlaopt.zoo import ZOO

@@ -49,7 +49,6 @@ from typing import Any
 
 from dlaopt.errors import InputError
 from dlaopt.experiments.mapping import Layer, layer_stride, unique_conv_layers
-from dlaopt.formulations.mapping import options as mapping_options
 from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import (
@@ -57,6 +56,7 @@ from dlaopt.formulations.mapping.loopnest import (
     loopnest_from_operator,
 )
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
+from dlaopt.specs import mapping as mapping_options
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator
 

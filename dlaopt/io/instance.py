@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from dlaopt.errors import InputError
-from dlaopt.formulations import problem_spec
 from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray, Platform
 from dlaopt.io.schema import instance_validator, validate_against
+from dlaopt.specs import problem_spec
 from dlaopt.workload import Operator, OpKind, Tensor, Workload
 from dlaopt.workload.jobs import InlineJob, InlineJobs, TaskGroup
 from dlaopt.workload.operator import OperatorSpecError, normalize_attrs

@@ -21,8 +21,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match, by_relevance
 
 from dlaopt.errors import InputError, format_key_path
-from dlaopt.formulations import PROBLEM_SPECS
 from dlaopt.hardware.model import MemoryKind, SpmAccess
+from dlaopt.specs import PROBLEM_SPECS
 from dlaopt.workload.operator import OpKind
 from dlaopt.workload.tensor import TensorRole
 

@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from dlaopt.formulations.systolic.network import layer_energy_delay
-from dlaopt.formulations.systolic.options import SCHEDULE_NAMES
 from dlaopt.formulations.systolic.problem import SystolicData, SystolicSolution
 from dlaopt.formulations.systolic.technology import DesignPoints
 from dlaopt.plots.common import (
@@ -38,6 +37,7 @@ from dlaopt.plots.common import (
     si_scale,
     tick_labels,
 )
+from dlaopt.specs.systolic import SCHEDULE_NAMES
 
 if TYPE_CHECKING:
     from dlaopt.formulations.base import Evaluation

@@ -25,7 +25,6 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from dlaopt.errors import InputError
-from dlaopt.formulations.bankmap import options as opts
 from dlaopt.formulations.bankmap.evaluate import BankMappingError, evaluate, functional_check
 from dlaopt.formulations.bankmap.layouts import (
     DEFAULT_OFFCHIP_WEIGHT,
@@ -38,6 +37,7 @@ from dlaopt.formulations.bankmap.methods import local, propagate
 from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
 from dlaopt.hardware.model import Accelerator, MemoryKind
 from dlaopt.solvers.result import SolveOptions
+from dlaopt.specs import bankmap as opts
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
-from dlaopt.formulations.mapping import options as opts
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint
+from dlaopt.specs import mapping as opts
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance

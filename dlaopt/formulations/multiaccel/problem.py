@@ -19,11 +19,11 @@ import numpy as np
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
-from dlaopt.formulations.multiaccel import options as opts
 from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check
 from dlaopt.formulations.multiaccel.heuristics import HEURISTICS
 from dlaopt.formulations.multiaccel.model import Assignment, JobTable, MultiAccelData
 from dlaopt.solvers.result import SolveOptions, Status
+from dlaopt.specs import multiaccel as opts
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.jobs import InlineJobs, TaskGroup
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from dlaopt.errors import InfeasibleInstanceError, InputError
 from dlaopt.formulations.base import Evaluation, Method, MilpFormulation, Problem
-from dlaopt.formulations.pinning import options as opts
 from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
 from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
@@ -20,6 +19,7 @@ from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware.model import DMA, Accelerator
 from dlaopt.solvers.result import SolveOptions
+from dlaopt.specs import pinning as opts
 from dlaopt.workload.tensor import TensorRole
 
 if TYPE_CHECKING:
@@ -193,9 +193,19 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         for b, buf in enumerate(data.graph.buffers):
             if data.graph.uses[b] and not any(buf.role in s.holds for s in data.graph.scratchpads):
                 return f"no scratchpad may hold tensor '{buf.tensor}' (role {buf.role.value})"
-        bad = unplaceable_steps(data.graph)
+        g = data.graph
+        for st in g.steps:  # an operand no scratchpad may serve in its direction, whatever the capacities
+            for b in st.operands:
+                buf, read, written = g.buffers[b], b in st.reads, b in st.writes
+                if not any(s.allows(buf.role, read=read, written=written) for s in g.scratchpads):
+                    what = "read and written" if read and written else "written" if written else "read"
+                    return (f"no scratchpad may serve tensor '{buf.tensor}' at step '{st.name}', which {what} it "
+                            f"(scratchpads: {', '.join(f'{s.name} {s.access.value}' for s in g.scratchpads)}); "
+                            "every operand is on chip while its operator runs, so operator outputs need a scratchpad "
+                            "that is not input-only and inputs one that is not output-only")
+        bad = unplaceable_steps(g)
         if bad:
-            return f"the operands of step '{data.graph.steps[bad[0]].name}' do not fit the scratchpads together"
+            return f"the operands of step '{g.steps[bad[0]].name}' do not fit the scratchpads together"
         return None
 
     def describe(self, data: PinningData) -> dict[str, Any]:

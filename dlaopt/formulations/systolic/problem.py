@@ -22,12 +22,12 @@ import numpy as np
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
 from dlaopt.formulations.systolic import codesign
-from dlaopt.formulations.systolic import options as opts
 from dlaopt.formulations.systolic.layers import SystolicLayer, network_layers
 from dlaopt.formulations.systolic.network import FIGURES, CostTable, cost_table, layer_energy_delay
 from dlaopt.formulations.systolic.technology import DesignPoints, DesignSpace, Technology
 from dlaopt.hardware.model import Accelerator, MemoryKind
 from dlaopt.solvers.result import SolveOptions, Status
+from dlaopt.specs import systolic as opts
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
