@@ -922,63 +922,6 @@ def main_summary(report: SweepReport) -> str:
             f"{seconds_text(report.wall_time_s)}; results in {report.out_dir}")
 
 
-def run_cli(sweep_file: str, out_dir: Path | None, *, scheduler: str | None, workers: int, engine: Engine,
-            resume: bool, quiet: bool, verbose: bool) -> int:
-    """``dlaopt sweep``: load (bad input raises before anything runs), run with a progress bar on a terminal (log
-    lines otherwise, none with ``quiet``), print the summary (and thesis) table; the exit code (130: interrupted)."""
-    import click
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from dlaopt.cli import _console
-
-    err = _console(stderr=True)
-    sweep = load_sweep(sweep_file)
-    out = out_dir if out_dir is not None else DEFAULT_OUT_ROOT / sweep.name
-    tty = err.is_terminal
-
-    def log(text: str) -> None:
-        if not quiet:
-            err.print(text)
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, disable=quiet or not tty, transient=True) as bar:
-        bar_task = bar.add_task(f"sweep {sweep.name}", total=len(sweep.tasks))
-
-        def on_event(ev: SweepEvent) -> None:
-            if ev.kind == "start":
-                bar.update(bar_task, completed=ev.done, total=ev.total)
-                if ev.done:
-                    log(f"resuming: {ev.done} of {ev.total} tasks already finished")
-            elif ev.kind == "engine":
-                log(f"running {ev.total - ev.done} tasks {ev.info}")
-            else:
-                name = ev.task.name if ev.task else ""
-                bar.update(bar_task, completed=ev.done, description=f"sweep {sweep.name}: {name}")
-                if not tty and ev.task is not None:
-                    last = ev.records[-1] if ev.records else None
-                    exact = next((r for r in ev.records if r["method"] == "exact"), last)
-                    what = (f"{exact['method']} {exact['status']} {fmt_number(exact.get('objective'))}"
-                            if exact is not None else "")
-                    secs = sum(float(r.get("time_s") or 0.0) for r in ev.records)
-                    log(f"[{ev.done}/{ev.total}] {ev.task.name}: {what} ({secs:.1f} s)")
-
-        try:
-            report = run_sweep(sweep, out, engine=engine, scheduler=scheduler, workers=workers, resume=resume,
-                               progress=on_event, verbose=verbose)
-        except KeyboardInterrupt:
-            bar.stop()
-            click.echo(f"interrupted: finished tasks are kept in {out}; run the same command again to resume",
-                       err=True)
-            return 130
-    click.echo(report.summary)
-    if report.thesis_table is not None:
-        click.echo("")
-        click.echo(report.thesis_table, nl=False)
-    log(main_summary(report))
-    log("files: " + ", ".join(str(p) for p in report.paths.values()))
-    return 0
-
-
 __all__ = [
     "SWEEP_SCHEMA",
     "Sweep",
@@ -991,7 +934,6 @@ __all__ = [
     "main_summary",
     "plot_summary",
     "run_sweep",
-    "run_cli",
     "run_task",
     "summary_markdown",
     "write_reports",

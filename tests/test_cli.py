@@ -19,7 +19,9 @@ from click.testing import CliRunner, Result
 from rich.console import Console
 
 from dlaopt import __version__
-from dlaopt.cli import EXPERIMENTS, _ProgressPrinter, cli, command_from_function
+from dlaopt.cli import cli
+from dlaopt.cli.common import ProgressPrinter
+from dlaopt.cli.experiment import EXPERIMENTS, command_from_function
 from dlaopt.solvers.result import TracePoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -384,7 +386,7 @@ def test_experiment_subcommand_from_function(monkeypatch: pytest.MonkeyPatch) ->
 # ================================================================================================ progress
 def test_progress_printer_is_quiet_for_short_solves_and_throttled() -> None:
     buf = io.StringIO()
-    printer = _ProgressPrinter(Console(file=buf, width=120), interval=0.5, delay=1.0)
+    printer = ProgressPrinter(Console(file=buf, width=120), interval=0.5, delay=1.0)
     for i in range(100):
         printer(TracePoint(0.001 * i, 100.0 - i, 0.0))
     printer.flush()

@@ -1,4 +1,4 @@
-"""Click commands of ``dlaopt experiment`` (registered lazily in :data:`dlaopt.cli.EXPERIMENTS`)."""
+"""Click commands of ``dlaopt experiment`` (registered lazily in :data:`dlaopt.cli.experiment.EXPERIMENTS`)."""
 
 from __future__ import annotations
 

@@ -16,12 +16,8 @@ Every factory takes keyword-only parameters with defaults, at least ``batch`` (d
 models) and ``dtype_bytes`` (default 2: SMAUG runs fp16).
 """
 
-from dlaopt.registry import Registry
-from dlaopt.workload import Workload
-
-ZOO: Registry[Workload] = Registry("zoo network")
-
-# The modules register their networks with ZOO on import, so they come after its definition.
-from dlaopt.zoo import cnn_small, imagenet, recommendation, recurrent, transformer, wavenet  # noqa: E402
+# Each module registers its networks with ZOO (defined in ``_common``) when it is imported.
+from dlaopt.zoo import cnn_small, imagenet, recommendation, recurrent, transformer, wavenet
+from dlaopt.zoo._common import ZOO
 
 __all__ = ["ZOO", "cnn_small", "imagenet", "recommendation", "recurrent", "transformer", "wavenet"]

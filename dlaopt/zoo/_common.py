@@ -1,8 +1,12 @@
-"""Helpers shared by the zoo modules: parameter checks, a builder factory and TensorFlow-style 'same' padding."""
+"""What the zoo modules share: the registry ``ZOO`` they register their networks with, parameter checks, a builder
+factory and TensorFlow-style 'same' padding."""
 
 from __future__ import annotations
 
-from dlaopt.workload import NetworkBuilder
+from dlaopt.registry import Registry
+from dlaopt.workload import NetworkBuilder, Workload
+
+ZOO: Registry[Workload] = Registry("zoo network")
 
 
 def new_builder(name: str, **params: object) -> NetworkBuilder:

@@ -61,8 +61,7 @@ Shapes are NCHW (SMAUG itself stores NHWC; the layout does not change sizes or M
 from __future__ import annotations
 
 from dlaopt.workload import Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import check_choice, new_builder, residual_block, same_padding
+from dlaopt.zoo._common import ZOO, check_choice, new_builder, residual_block, same_padding
 
 
 @ZOO.register("cifar-cnn10", "SMAUG's CIFAR-10 CNN: 4 convs, 3 batch norms, 2 max-pools, 2 FCs on 32x32x3 (fp16)")

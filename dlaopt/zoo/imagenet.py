@@ -61,8 +61,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dlaopt.workload import NetworkBuilder, Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import check_choice, conv_unit, make_divisible, new_builder, residual_block
+from dlaopt.zoo._common import ZOO, check_choice, conv_unit, make_divisible, new_builder, residual_block
 
 
 def _classifier_head(b: NetworkBuilder, x: str, num_classes: int) -> str:

@@ -41,8 +41,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlaopt.workload import NetworkBuilder, Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import new_builder
+from dlaopt.zoo._common import ZOO, new_builder
 from dlaopt.zoo.transformer import bert_base
 
 RECOMMENDATION_BATCH = 64  # see the module docstring

@@ -23,8 +23,7 @@ layer: ``time_steps=4, hidden=32, input_size=32, layers=2`` reproduces its shape
 from __future__ import annotations
 
 from dlaopt.workload import Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import new_builder
+from dlaopt.zoo._common import ZOO, new_builder
 
 
 @ZOO.register("lstm", "LSTM unrolled over time steps, weights shared by every step (SMAUG-style fp16)")

@@ -24,8 +24,7 @@ BERT-base at S = 128 (11,173,625,856 for the 12 layers).
 from __future__ import annotations
 
 from dlaopt.workload import NetworkBuilder, Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import new_builder
+from dlaopt.zoo._common import ZOO, new_builder
 
 
 def _to_heads(b: NetworkBuilder, x: str, batch: int, seq: int, heads: int, d: int, prefix: str,

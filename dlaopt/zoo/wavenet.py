@@ -51,8 +51,7 @@ the conditioning 80·24000·2 B = 3.84 MB; the 140 stored tensors total ≈ 389 
 from __future__ import annotations
 
 from dlaopt.workload import NetworkBuilder, Workload
-from dlaopt.zoo import ZOO
-from dlaopt.zoo._common import new_builder
+from dlaopt.zoo._common import ZOO, new_builder
 
 
 def _layers(spec: str) -> list[int]:
