@@ -1,4 +1,4 @@
-"""Issue 6's benchmark: global bank mapping of ResNet-50 on a 128-bank memory (local, propagate, exact: on-chip and
+"""Seed 002's benchmark: global bank mapping of ResNet-50 on a 128-bank memory (local, propagate, exact: on-chip and
 off-chip copy bytes, seed 002 §3's 76 % / 37 % against local), and data-movement elimination on the Parallel-WaveNet
 flow (load/store pairs and intermediate bytes eliminated, copies saved; seed 002 §3: 123 of 124, 145 of 146 MB)."""
 

@@ -83,8 +83,9 @@ def pinning_benchmark(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def mapping_benchmark(out_dir: str, network: str, presets: str, objective: str, methods: str | None,
                       time_limit: float, workers: int, layers: int | None, seed: int, as_json: bool) -> None:
-    """Issue 3's benchmark: every unique conv layer of NETWORK on each preset — exact (proven optimum) versus GA
-    (same wall time), random (10K samples) and the NVDLA-, Eyeriss- and ShiDianNao-like dataflows."""
+    """Mapping benchmark (seeds 001 GAMMA and 004 PolyAcc): every unique conv layer of NETWORK on each preset — exact
+    (proven optimum) versus GA (same wall time), random (10K samples) and the NVDLA-, Eyeriss- and ShiDianNao-like
+    dataflows."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.mapping import METHODS, run_mapping_benchmark
     from dlaopt.hardware.presets import PRESETS
@@ -120,9 +121,9 @@ def mapping_benchmark(out_dir: str, network: str, presets: str, objective: str, 
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def zigzag_compare(zigzag_python: str | None, setup_dir: str | None, out_dir: str, objectives: str,
                    layers: int | None, time_limit: float, as_json: bool) -> None:
-    """Issue 3 beside ZigZag: ResNet-18's unique conv layers on the Eyeriss preset — ZigZag's search (in its own
-    environment, not a dependency) versus dlaopt's exact method: search times, and each best mapping's energy and
-    latency in dlaopt's cost model, with the differences between the two models."""
+    """dlaopt's exact mapper beside ZigZag: ResNet-18's unique conv layers on the Eyeriss preset — ZigZag's search (in
+    its own environment, not a dependency) versus dlaopt's exact method: search times, and each best mapping's energy
+    and latency in dlaopt's cost model, with the differences between the two models."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.zigzag_compare import OBJECTIVES, run_zigzag_compare
 
@@ -147,8 +148,8 @@ def zigzag_compare(zigzag_python: str | None, setup_dir: str | None, out_dir: st
 @click.command("deepopt-reproduce")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead of Markdown.")
 def deepopt_reproduce(as_json: bool) -> None:
-    """Issue 4: seed 003's Tables 3, 4 and 5, the E·D ranges and the AlexNet conv3 check, next to the published
-    values (five networks × 70,631 design points, vectorised; about a minute)."""
+    """Seed 003 (DeepOpt) reproduced: Tables 3, 4 and 5, the E·D ranges and the AlexNet conv3 check, next to the
+    published values (five networks × 70,631 design points, vectorised; about a minute)."""
     from dlaopt.experiments.deepopt import reproduce
 
     text, rows = reproduce()
@@ -164,8 +165,8 @@ def deepopt_reproduce(as_json: bool) -> None:
               help="AlexNet, VGG16, GoogleNet-v1, SqueezeNet-v1.1 or ResNet-50.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON instead of Markdown.")
 def deepopt_benchmark(network: str, as_json: bool) -> None:
-    """Issue 4: hardware co-design by the vectorised sweep and by the exact models (MILP with a schedule limit,
-    weighted-sum sweep for the true network E·D), same optimum, with times."""
+    """Seed 003 (DeepOpt, Section 4.2): hardware co-design by the vectorised sweep and by the exact models (MILP with a
+    schedule limit, weighted-sum sweep for the true network E·D), same optimum, with times."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.deepopt import NETWORKS, benchmark_markdown, codesign_benchmark
 
@@ -190,8 +191,9 @@ def deepopt_benchmark(network: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, group_size: int, seed: int,
                     cache_dir: str | None, as_json: bool) -> None:
-    """Issue 5: MAGMA, Herald-like, AI-MT-like and LPT, and exact warm-started from their best and given MAGMA's
-    wall time, on every task type × platform × system bandwidth; throughputs (GOPS), exact's bound and gap."""
+    """Seed 001 (MAGMA, Chapter 7): MAGMA, Herald-like, AI-MT-like and LPT, and exact warm-started from their best and
+    given MAGMA's wall time, on every task type × platform × system bandwidth; throughputs (GOPS), exact's bound and
+    gap."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.magma import run_benchmark
     from dlaopt.hardware.platforms import PLATFORMS
@@ -223,8 +225,8 @@ def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, g
 @click.option("--offchip-weight", type=float, default=4.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 def bankmap_benchmark(banks: int, bank_kb: str, offchip_weight: float, as_json: bool) -> None:
-    """Issue 6: ResNet-50 bank mapping (local, propagate, exact) on a banked memory, and data-movement elimination
-    on the Parallel-WaveNet flow."""
+    """Seed 002 (AWS Inferentia): ResNet-50 bank mapping (local, propagate, exact) on a banked memory, and data-movement
+    elimination on the Parallel-WaveNet flow."""
     from dlaopt.errors import InputError
     from dlaopt.experiments.bankmap import dme_summary, mapping_rows, report_markdown
 
@@ -248,8 +250,8 @@ def bankmap_benchmark(banks: int, bank_kb: str, offchip_weight: float, as_json: 
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: the solver's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the per-stage figures as JSON.")
 def compile_benchmark(out_dir: str, time_limit: float, threads: int | None, as_json: bool) -> None:
-    """Issue 8: ResNet-50 through `dlaopt compile` on the SMAUG-like preset and a MAGMA S2 platform, every stage
-    verified: per-stage figures and the end-to-end estimate."""
+    """The compile pipeline's benchmark: ResNet-50 through `dlaopt compile` on the SMAUG-like preset and a MAGMA S2
+    platform, every stage verified: per-stage figures and the end-to-end estimate."""
     from dlaopt.experiments.compile import run_compile_benchmark, stage_rows
 
     report, text = run_compile_benchmark(out_dir, time_limit=time_limit, threads=threads,

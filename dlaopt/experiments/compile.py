@@ -1,4 +1,4 @@
-"""The compile-pipeline benchmark (issue 8): ResNet-50 through every stage on the SMAUG-like preset (three 256 KB
+"""The compile-pipeline benchmark: ResNet-50 through every stage on the SMAUG-like preset (three 256 KB
 scratchpads, here split into 8 banks each so the bank stage has layouts to choose) and a MAGMA S2 platform (three HB
 and one LB 32x64 sub-accelerators at 16 GB/s) for four requests; every stage verified.
 

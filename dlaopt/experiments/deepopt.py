@@ -1,4 +1,4 @@
-"""Seed 003 (DeepOpt) reproduced: Tables 3, 4 and 5, the per-layer check of issue 4, and the co-design benchmark.
+"""Seed 003 (DeepOpt) reproduced: Tables 3, 4 and 5, the AlexNet conv3 per-layer check, and the co-design benchmark.
 
 Every figure here is computed by the systolic problem's cost model (:mod:`dlaopt.formulations.systolic`) on the zoo's
 networks with ``reference_fc_compute`` on (the published model's accounting of batched FC layers). The published
@@ -163,7 +163,7 @@ def table5(sweeps: dict[str, NetworkSweep]) -> list[dict[str, Any]]:
 
 
 def conv3_check() -> dict[str, int]:
-    """Issue 4's per-layer check: AlexNet conv3 on the Table 3 hardware, schedule XYZiZo."""
+    """The per-layer check: AlexNet conv3 on the Table 3 hardware, schedule XYZiZo."""
     layer = SystolicLayer(ConvShape("conv3", R=3, S=3, C=256, E=13, G=13, F=384, U=1))
     c = layer_schedule_counts(layer, "XYZiZo", DesignPoints.single(*TABLE3_HW).hardware())
     return {k: int(np.asarray(getattr(c, k)).ravel()[0])

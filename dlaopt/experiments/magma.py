@@ -1,4 +1,4 @@
-"""Issue 5's benchmark: job groups of the four task types on platforms S1, S2 and S4 at 1, 16 and 256 GB/s.
+"""Seed 001's MAGMA benchmark (Chapter 7): job groups of four task types on platforms S1, S2, S4 at 1, 16, 256 GB/s.
 
 Per instance: MAGMA (100 × 100 = 10,000 samples, timed), Herald-like, AI-MT-like and LPT, then the exact method
 warm-started from the best of them (MAGMA included) and given MAGMA's wall time. Every schedule is re-simulated by

@@ -1,4 +1,4 @@
-"""Issue 3's mapping benchmark: every unique conv layer of a network on given presets, every method, one table.
+"""The mapping benchmark (seeds 001 and 004): every unique conv layer of a network on given presets, every method.
 
 Per layer: ``exact`` (warm-started from the three dataflow templates, its time including theirs) must prove
 optimality; ``ga`` runs for the same wall time as ``exact`` took on that layer (seed 001's GAMMA with an unbounded

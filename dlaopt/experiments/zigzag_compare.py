@@ -1,4 +1,4 @@
-"""Issue 3, side by side with ZigZag: dlaopt's exact mapper and ZigZag's search on ResNet-18's unique conv layers.
+"""Side by side with ZigZag: dlaopt's exact mapper and ZigZag's search on ResNet-18's unique conv layers.
 
 ZigZag (``zigzag-dse`` 3.9.1 from PyPI) is *not* a dependency of dlaopt: it lives in its own environment (given by
 ``--zigzag-python`` or created by ``--setup DIR``) and runs there through :mod:`dlaopt.experiments.zigzag_runner`, a

@@ -1,4 +1,4 @@
-"""Run ZigZag's mapping search on conv layers and print what it found, as JSON (issue 3's ZigZag comparison).
+"""Run ZigZag's mapping search on conv layers and print what it found as JSON (`dlaopt experiment zigzag-compare`).
 
 A standalone script: it imports only the standard library and ``zigzag`` (zigzag-dse 3.9.1) and runs under the
 interpreter of ZigZag's own environment, which does not have dlaopt. dlaopt never imports it (it is run by

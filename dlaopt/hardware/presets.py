@@ -9,7 +9,7 @@ Sources of the numbers:
   scratchpads, so ``strict_roles=False`` (default) lets any scratchpad hold any tensor, which reproduces its
   formulation; ``strict_roles=True`` makes spad0/spad1 input-only and spad2 output-only.
 * ``eyeriss`` — Eyeriss v1: 12x14 PEs, 0.5 KB register file per PE, 108 KB global buffer, normalised energies per
-  16-bit access (MAC 1, RF 1, NoC 2, global buffer 6, DRAM 200; issue 3 and the Eyeriss papers), 200 MHz. Energies
+  16-bit access (MAC 1, RF 1, NoC 2, global buffer 6, DRAM 200; the Eyeriss papers), 200 MHz. Energies
   are stored per byte (half the per-access figure); NoC energy is charged per byte moved into or out of a PE's RF.
 * ``gamma-edge`` / ``gamma-cloud`` — GAMMA's platforms (seed 001, Table 4.2): 168 PEs, 512 B local (SL) per PE,
   108 KB global (SG); 65,536 PEs, 4 MiB of local buffers in total (64 B per PE), 24 MiB global. Energies as Eyeriss.

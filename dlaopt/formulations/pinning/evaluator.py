@@ -1,7 +1,7 @@
 """The independent evaluator of pinning solutions: recomputes transfers and checks every constraint from the
 buffers, steps and scratchpads alone — it knows nothing of the MILP or of any heuristic.
 
-Cost semantics (issue 2; the MILP must agree with these, the tests check it does):
+Cost semantics (the MILP must agree with these, the tests check it does):
 
 * a buffer *entering* a scratchpad costs one load of its size, unless it enters by being produced there
   (its first write); moving from one scratchpad to another is an exit plus an entry;
