@@ -52,6 +52,10 @@ def banks_of(acc: Accelerator, source: str | None = None) -> tuple[int, int]:
                          path=("hardware", "memories"), expected="a scratchpad with 'banks', e.g. preset 'banked'")
     mem = max(mems, key=lambda m: (m.banks, m.capacity_bytes or 0))
     assert mem.capacity_bytes is not None
+    if mem.capacity_bytes < mem.banks:
+        raise InputError(f"memory '{mem.name}' has {mem.banks} banks but only {mem.capacity_bytes} bytes, less than "
+                         "one byte per bank", file=source, path=("hardware", "memories", acc.memories.index(mem)),
+                         expected="capacity_bytes of at least one byte per bank")
     return mem.banks, mem.capacity_bytes // mem.banks
 
 

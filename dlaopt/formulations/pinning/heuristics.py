@@ -51,23 +51,41 @@ def _benefit(graph: PinningGraph, b: int) -> float:
 
 
 # ------------------------------------------------------------------------------------------------------ naive
-def naive(graph: PinningGraph) -> PinningSolution:
-    spms = list(graph.scratchpads)
-    outs = [k for k, s in enumerate(spms) if s.access == SpmAccess.OUTPUT]
-    designated = outs[-1] if outs else len(spms) - 1
-    # designated layout: the output scratchpad takes the writes, the others the reads
-    steered = [
-        dataclasses.replace(s, access=SpmAccess.OUTPUT if k == designated else
-                            (SpmAccess.INPUT if s.access == SpmAccess.ANY else s.access))
+def naive_layout(spms: Sequence[Scratchpad]) -> list[Scratchpad]:
+    """The seed's designated layout (§4.2.2): one *output* scratchpad takes every write, the others every read.
+
+    The output scratchpad is the last ``output``-only one, else the last one that may be written (``any``); the
+    layout only ever *narrows* a scratchpad's declared access (``any`` → ``output`` for the designated one, ``any`` →
+    ``input`` for the others), never widens it: an ``input``-only scratchpad is never chosen for writes, an
+    ``output``-only one never serves reads. With a single scratchpad, or none that may be written, the declared
+    accesses are kept as they are."""
+    writable = [k for k, s in enumerate(spms) if s.access != SpmAccess.INPUT]
+    if len(spms) < 2 or not writable:
+        return list(spms)
+    outs = [k for k in writable if spms[k].access == SpmAccess.OUTPUT]
+    designated = outs[-1] if outs else writable[-1]
+    return [
+        dataclasses.replace(s, access=SpmAccess.OUTPUT) if k == designated and s.access == SpmAccess.ANY else
+        dataclasses.replace(s, access=SpmAccess.INPUT) if k != designated and s.access == SpmAccess.ANY else s
         for k, s in enumerate(spms)
-    ] if len(spms) > 1 else spms
+    ]
+
+
+def naive(graph: PinningGraph) -> PinningSolution:
+    """Every operand resident during its own step only (every input loaded, every output stored), placed in the
+    designated layout of :func:`naive_layout`; a step whose operands do not fit that layout (e.g. an in-place
+    update, read and written at once, or a designated scratchpad too small) is placed under the declared accesses.
+    Every placement honours the declared access, role and capacity of each scratchpad."""
+    spms = list(graph.scratchpads)
+    steered = naive_layout(spms)
     sol = PinningSolution.empty(graph)
     free = [s.capacity for s in spms]
     for m, st in enumerate(graph.steps):
         ops = list(st.operands)
         place = _place_step(graph, m, ops, free, steered) or _place_step(graph, m, ops, free)
         if place is None:
-            raise HeuristicFailure(f"naive: the operands of step '{st.name}' do not fit the scratchpads")
+            raise HeuristicFailure(f"naive: the operands of step '{st.name}' do not fit the scratchpads together "
+                                   "(honouring each scratchpad's access mode, roles and capacity)")
         for b, k in zip(ops, place, strict=True):
             sol.set(graph, b, m, k)
     return sol

@@ -789,7 +789,9 @@ class _Tiler:
             if not any(s.allows(t.role, read=not written, written=written) for s in self.spms):
                 return InfeasibleInstanceError(
                     f"operator '{op.name}': no scratchpad may hold its {'output' if written else 'input'} tensor "
-                    f"'{t.name}' ({t.size_bytes} B, role {t.role.value}); scratchpads: {self._caps()}")
+                    f"'{t.name}' ({t.size_bytes} B, role {t.role.value}): none both holds role {t.role.value} and "
+                    f"may be {'written' if written else 'read'} (access "
+                    f"{', '.join(f'{s.name} {s.access.value}' for s in self.spms)}); scratchpads: {self._caps()}")
         oshape = g.outs[g.main].shape  # the smallest tile, in the middle (away from clipping padding)
         box = tuple((0, d) if a in g.unsplit else (d // 2, d // 2 + 1) for a, d in enumerate(oshape))
         out = g.outs[g.main]

@@ -159,8 +159,10 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         table = data.table(data.base)
         fom = _figure(data.objective)
         if method == "los":
-            if data.objective == codesign.NETWORK_ED:
-                ans = codesign.network_ed(table, data.base.area_mm2)
+            if data.objective == codesign.NETWORK_ED:  # the best choice within every allowed schedule subset
+                answers = [codesign.network_ed(table, data.base.area_mm2, allowed=subset)
+                           for subset in codesign.schedule_subsets(len(data.schedules), data.options["max_schedules"])]
+                ans = min(answers, key=lambda a: a.value)
                 if ans.status != Status.OPTIMAL:
                     raise HeuristicFailure("no schedule choice has a finite delay on this hardware")
                 return self._solution(data, data.base, 0, ans.choice)
