@@ -260,11 +260,13 @@ def test_pool_padding_modes_match_onnx_inference() -> None:
 def test_unsupported_operator_names_the_node_and_what_to_do() -> None:
     err = import_error(om.single_node("NonMaxSuppression", name="/detect/nms"))
     assert "node '/detect/nms' (NonMaxSuppression)" in err.message
-    assert "onnx-simplifier" in err.message and "supported on the data path: Add," in err.message
-    err = import_error(om.single_node("Pad", inputs=(("x", (1, 4, 8, 8)), ("pads", (8,))), name="pad0"))
-    assert "node 'pad0' (Pad)" in err.message and "fuse_pad_into_conv" in err.message
-    err = import_error(om.single_node("ReduceMean", name="", opset=13))
-    assert "node #0 (ReduceMean, output '_output_0')" in err.message and "opset_version >= 17" in err.message
+    assert "onnx-simplifier" in err.message and "supported on the data path: Abs, Add," in err.message
+    pad = _model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad0")], [("x", [1, 4, 8, 8])], ["y"])
+    pad.graph.input.append(helper.make_tensor_value_info("pads", TensorProto.INT64, [8]))
+    err = import_error(pad)
+    assert "node 'pad0' (Pad) needs its pads (input 'pads') as a constant" in err.message
+    err = import_error(om.single_node("Erf", name=""))
+    assert "node #0 (Erf, output '_output_0')" in err.message and "exact-GELU" in err.message
 
 
 def test_custom_domain_and_unsupported_attributes_are_errors() -> None:
@@ -435,3 +437,186 @@ def test_summary_numbers_of_the_examples() -> None:
     assert wl.total_macs == small_cnn_reference().total_macs == 5_572_928
     convs = [op for op in wl.operators if op.kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D)]
     assert sum(math.prod(wl.tensors[op.inputs[1]].shape) for op in convs) == 20_688
+
+
+# ================================================================================================ exported models
+def _conv_macs(cin: int, cout: int, k: int, out: int, groups: int = 1) -> int:
+    return cout * (cin // groups) * k * k * out * out
+
+
+def _encoder_macs(seq: int, hidden: int, heads: int, ffn: int, inner: int | None = None) -> int:
+    """q, k, v, output projections, Q·K^T and A·V, the two feed-forward matmuls of one layer."""
+    inner = hidden if inner is None else inner
+    return 4 * seq * hidden * inner + 2 * seq * seq * inner + 2 * seq * hidden * ffn
+
+
+def kinds(wl: Workload) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for op in wl.operators:
+        out[op.kind.value] = out.get(op.kind.value, 0) + 1
+    return out
+
+
+def test_mobilenet_v2_tf_padding_folds_into_the_convolutions() -> None:
+    wl = import_onnx(om.mobilenet_v2_hf(), batch=1)
+    zoo = ZOO.create("mobilenet-v2", {"num_classes": 1001})
+    assert layers(wl) == layers(zoo)  # the 52 convolutions and the classifier, same loop dimensions
+    assert wl.total_macs == zoo.total_macs
+    assert "concat" not in kinds(wl)  # every Pad folded: none left as data movement
+    convs = [op for op in wl.operators if op.kind in (OpKind.CONV2D, OpKind.DEPTHWISE_CONV2D)]
+    # TensorFlow "same": a 3x3/2 on an even size pads one row and column after; a 3x3/1 one on each side
+    assert convs[0].attrs["padding"] == (0, 0, 1, 1) and convs[1].attrs["padding"] == (1, 1, 1, 1)
+    assert weight_elements(wl) == weight_elements(zoo)  # BN folded, Clip bounds and pads constants gone
+
+
+def test_efficientnet_b0_pads_squeeze_excitation_and_pooler() -> None:
+    wl = import_onnx(om.efficientnet_b0_hf(), batch=1)
+    size, macs, blocks = 112, _conv_macs(3, 32, 3, 112), 0
+    for ratio, k, s, cin, cout, repeats in om.EFFICIENTNET_B0_BLOCKS:
+        for j in range(repeats):
+            stride, cin = (s, cin) if j == 0 else (1, cout)
+            hidden, se = cin * ratio, max(1, int(cin * 0.25))
+            out = size // stride
+            macs += (_conv_macs(cin, hidden, 1, size) if ratio != 1 else 0) + _conv_macs(hidden, hidden, k, out, hidden)
+            macs += 2 * hidden * se + _conv_macs(hidden, cout, 1, out)  # squeeze-excitation 1x1 convs on 1x1
+            size, blocks = out, blocks + 1
+    macs += _conv_macs(320, 1280, 1, size) + 1280 * 1000
+    assert wl.total_macs == macs
+    got = kinds(wl)
+    assert "concat" not in got and got["pool"] == blocks + 1  # one global pool per block, and the pooler
+    pooler = wl.operators[-3]
+    assert pooler.kind == OpKind.POOL and pooler.attrs["global"]  # AvgPool2d(1280, ceil_mode) on 7x7: one window
+    assert wl.op("encoder.blocks.1.depthwise_conv.depthwise_conv.Conv").attrs["padding"] == (0, 0, 1, 1)
+    assert wl.op("encoder.blocks.3.depthwise_conv.depthwise_conv.Conv").attrs["padding"] == (1, 1, 2, 2)
+
+
+def test_distilbert_embeddings_mask_and_first_token() -> None:
+    seq, hidden = 128, 768
+    wl = import_onnx(om.distilbert_hf(), batch=1, dims={"sequence_length": seq})
+    zoo = ZOO.create("bert-base", {"layers": 6})
+    assert layers(wl)[:6 * 8] == layers(zoo)  # the encoder layer for layer; then pre_classifier and classifier
+    assert wl.total_macs == zoo.total_macs + hidden * hidden + hidden * 2
+    words = wl.op("distilbert.embeddings.word_embeddings.Gather")
+    assert words.kind == OpKind.RESHAPE and words.attrs["shape"] == (1, seq, hidden)
+    # the lookup reads the 128 gathered rows, never the 30,522-row table
+    assert wl.tensors[words.inputs[0]].shape == (seq, hidden) and wl.tensors[words.inputs[0]].role == TensorRole.WEIGHT
+    assert wl.tensors["distilbert.embeddings.position_embeddings.Gather_output_0"].shape == (1, seq, hidden)
+    where = wl.op("distilbert.transformer.layer.0.attn.Where")
+    assert where.attrs["function"] == "where" and [wl.tensors[t].shape for t in where.inputs] == [
+        (1, 12, seq, seq), (1,), (1, 12, seq, seq)]  # the all-ones mask folded to a constant condition
+    first = [op for op in wl.operators if op.name.startswith("distilbert.Gather")]
+    assert [(op.kind, wl.tensors[op.outputs[0]].shape) for op in first] == [
+        (OpKind.SLICE, (1, 1, hidden)), (OpKind.RESHAPE, (1, hidden))]
+    assert kinds(wl)["norm"] == 1 + 2 * 6
+
+
+def test_t5_rmsnorm_and_relative_position_bias() -> None:
+    seq, hidden, heads, d_kv, ffn, n = 32, 512, 8, 64, 2048, 6
+    wl = import_onnx(om.t5_encoder_hf(), batch=1, dims={"sequence_length": seq})
+    assert wl.total_macs == n * _encoder_macs(seq, hidden, heads, ffn, heads * d_kv)
+    norms = [op for op in wl.operators if op.kind == OpKind.NORM]
+    assert len(norms) == 2 * n + 1 and all(op.attrs == {"norm": "layernorm", "axis": -1} for op in norms)
+    assert norms[0].name == "encoder.block.0.layer.0.layer_norm.RMSNorm"
+    assert [wl.tensors[t].shape for t in norms[0].inputs] == [(1, seq, hidden), (hidden,)]  # x and the scale
+    functions = sorted(op.attrs["function"] for op in wl.operators if op.kind == OpKind.ELEMENTWISE)
+    assert functions == ["add"] * (3 * n)  # residuals and the bias; no Pow / Sqrt / Reciprocal left
+    bias = {t for op in wl.operators if op.name.endswith("SelfAttention.Add") for t in op.inputs
+            if wl.tensors[t].role == TensorRole.WEIGHT}
+    assert [wl.tensors[t].shape for t in bias] == [(1, heads, seq, seq)]  # one constant, read by every layer
+    assert [op.attrs.get("activation") for op in wl.operators if op.name.endswith("wi.MatMul")] == ["relu"] * n
+
+
+def test_vit_class_token_and_pooler() -> None:
+    hidden, n, tokens = 768, 12, 197
+    wl = import_onnx(om.vit_hf(), batch=2)
+    patch = _conv_macs(3, hidden, 16, 14)
+    assert wl.total_macs == 2 * (patch + n * _encoder_macs(tokens, hidden, 12, 3072) + hidden * 1000)
+    cat = [op for op in wl.operators if op.kind == OpKind.CONCAT]
+    assert len(cat) == 1 and wl.tensors[cat[0].inputs[0]].shape == (2, 1, hidden)  # the expanded class token
+    assert wl.tensors[cat[0].inputs[0]].role == TensorRole.WEIGHT
+    assert kinds(wl)["norm"] == 2 * n + 1 and kinds(wl)["softmax"] == n
+    assert wl.tensors[wl.operators[-1].outputs[0]].shape == (2, 1000)
+
+
+def test_convnext_channels_first_layer_norm_and_mean() -> None:
+    wl = import_onnx(om.convnext_tiny_hf(), batch=1)
+    size, macs, cin = 56, _conv_macs(3, 96, 4, 56), 96
+    for s, (depth, c) in enumerate(om.CONVNEXT_TINY):
+        if s:
+            size //= 2
+            macs += _conv_macs(cin, c, 2, size)
+        macs += depth * (_conv_macs(c, c, 7, size, c) + 2 * size * size * c * 4 * c)
+        cin = c
+    assert wl.total_macs == macs + 768 * 1000
+    first = [op for op in wl.operators if op.kind == OpKind.NORM]
+    assert len(first) == 1 + 3 + sum(d for d, _ in om.CONVNEXT_TINY) + 1
+    cf = wl.op("convnext.embeddings.layernorm.LayerNorm")
+    assert cf.attrs == {"norm": "layernorm", "axis": 1}
+    assert [wl.tensors[t].shape for t in cf.inputs] == [(1, 96, 56, 56), (96, 1, 1), (96, 1, 1)]
+    mean = wl.op("convnext.ReduceMean")
+    assert mean.kind == OpKind.POOL and mean.attrs["global"] and mean.attrs["mode"] == "avg"
+    assert wl.op("convnext.ReduceMean.shape").attrs["shape"] == (1, 768)  # keepdims 0
+
+
+def test_exported_models_round_trip_through_an_instance() -> None:
+    for wl in (import_onnx(om.t5_encoder_hf(layers=1), batch=1, dims={"sequence_length": 8}),
+               import_onnx(om.convnext_tiny_hf(stages=((1, 8), (1, 16)), image=32), batch=1)):
+        doc = workload_document(wl)
+        assert instance_from_dict(pinning_doc(yaml.safe_load(dump_workload_yaml(doc)))).workload == wl
+
+
+def test_pad_gather_reductions_and_elementwise_on_data() -> None:
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode="constant"),  # channels and width: not folded
+        helper.make_node("Gather", ["p", "idx"], ["g"], name="pick", axis=1),  # channels 1, 3, 5
+        helper.make_node("ReduceSum", ["g", "ax"], ["r"], name="sum", keepdims=0),  # over the last axis
+        helper.make_node("ReduceMax", ["g"], ["m"], name="max", axes=[1], keepdims=1),  # a middle axis
+        helper.make_node("Less", ["r", "zero"], ["lt"], name="less"),
+        helper.make_node("Neg", ["r"], ["neg"], name="neg"),
+        helper.make_node("Where", ["lt", "neg", "r"], ["abs"], name="where"),
+        helper.make_node("Expand", ["abs", "shape"], ["y"], name="expand"),
+        helper.make_node("Exp", ["m"], ["e"], name="exp"),
+    ]
+    inits = {"pads": _i64(0, 1, 0, 0, 0, 2, 0, 3), "idx": _i64(1, 3, 5), "ax": _i64(-1),
+             "zero": np.zeros((), np.float32), "shape": _i64(2, 1, 1, 1)}
+    wl = import_onnx(_model(nodes, [("x", [1, 4, 5, 6])], ["y", "e"], inits))
+    got = [(op.name, op.kind.value, wl.tensors[op.outputs[0]].shape) for op in wl.operators]
+    assert got == [
+        ("pad.axis1", "concat", (1, 7, 5, 6)), ("pad", "concat", (1, 7, 5, 9)),  # 1 + 2 channels, 3 columns
+        ("pick", "slice", (1, 3, 5, 9)),
+        ("sum.view", "reshape", (1, 15, 9, 1)), ("sum", "pool", (1, 15, 1, 1)), ("sum.shape", "reshape", (1, 3, 5)),
+        ("max.view", "reshape", (1, 1, 3, 45)), ("max", "pool", (1, 1, 1, 45)), ("max.shape", "reshape", (1, 1, 5, 9)),
+        ("less", "elementwise", (1, 3, 5)), ("neg", "elementwise", (1, 3, 5)), ("where", "elementwise", (1, 3, 5)),
+        ("expand.rank", "reshape", (1, 1, 3, 5)), ("expand", "tile", (2, 1, 3, 5)),
+        ("exp", "elementwise", (1, 1, 5, 9)),
+    ]
+    assert wl.op("pick").attrs == {"starts": (0, 1, 0, 0), "ends": (1, 6, 5, 9), "steps": (1, 2, 1, 1)}
+    assert wl.op("max").attrs["kernel"] == (3, 1) and wl.op("sum").attrs["global"]
+    assert [wl.tensors[t].shape for t in wl.op("pad.axis1").inputs] == [(1, 1, 5, 6), (1, 4, 5, 6), (1, 2, 5, 6)]
+    assert wl.total_macs == 0
+
+
+def test_unsupported_forms_of_the_new_operators_name_the_node() -> None:
+    reflect = _model([helper.make_node("Pad", ["x", "pads"], ["y"], name="mirror", mode="reflect")],
+                     [("x", [1, 4, 8, 8])], ["y"], {"pads": _i64(0, 0, 1, 1, 0, 0, 1, 1)})
+    assert "node 'mirror' (Pad) pads in 'reflect' mode" in import_error(reflect).message
+    scattered = _model([helper.make_node("Gather", ["x", "i"], ["y"], name="pick", axis=1)], [("x", [2, 8])], ["y"],
+                       {"i": _i64(0, 5, 1)})
+    assert "node 'pick' (Gather) indexes axis 1 with constant indices" in import_error(scattered).message
+    dynamic = _model([helper.make_node("Gather", ["x", "i"], ["y"], name="dyn")], [("x", [4, 8])], ["y"])
+    dynamic.graph.input.append(helper.make_tensor_value_info("i", TensorProto.INT64, [3]))
+    assert "node 'dyn' (Gather) gathers with indices computed at run time" in import_error(dynamic).message
+
+
+def test_opset18_reduce_mean_axes_input_and_rms_norm_with_div() -> None:
+    nodes = [
+        helper.make_node("Pow", ["x", "two"], ["sq"], name="/n/Pow"),
+        helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], name="/n/ReduceMean", keepdims=1),
+        helper.make_node("Add", ["ms", "eps"], ["v"], name="/n/Add"),
+        helper.make_node("Sqrt", ["v"], ["rt"], name="/n/Sqrt"),
+        helper.make_node("Div", ["x", "rt"], ["y"], name="/n/Div"),
+    ]
+    inits = {"two": np.array(2.0, np.float32), "axes": _i64(-1), "eps": np.array(1e-6, np.float32)}
+    wl = import_onnx(_model(nodes, [("x", [2, 8, 16])], ["y"], inits, opset=18))
+    assert [(op.name, op.kind.value, dict(op.attrs)) for op in wl.operators] == [
+        ("n.RMSNorm", "norm", {"norm": "layernorm", "axis": -1})]

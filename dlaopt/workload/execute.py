@@ -17,7 +17,9 @@ Semantics (the layout conventions of :mod:`dlaopt.workload.operator`):
   every window, so an average pool is a linear map, which the tiler's partial sums over window rows rely on).
   ``global``: max / mean over the whole H×W plane.
 * ``elementwise`` — numpy broadcasting, folded left over 2…8 inputs: ``((x0 ∘ x1) ∘ x2) …`` with ``∘`` one of
-  ``add sub mul div max min`` (``np.add np.subtract np.multiply np.divide np.maximum np.minimum``).
+  ``add sub mul div max min pow equal less`` (``np.add np.subtract np.multiply np.divide np.maximum np.minimum
+  np.power np.equal np.less``); ``where`` is ``np.where(x0, x1, x2)``; the unary ``sqrt reciprocal neg exp log abs``
+  are the numpy functions of those names (``np.negative`` for ``neg``).
 * ``activation`` (and the fused ``activation`` attribute of conv, matmul and elementwise, applied to the result):
   see :data:`ACTIVATION_FORMULAS`. GELU is the tanh approximation
   ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`` (numpy has no ``erf``).
@@ -113,6 +115,18 @@ _ELEMENTWISE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "div": np.divide,
     "max": np.maximum,
     "min": np.minimum,
+    "pow": np.power,
+    "equal": np.equal,
+    "less": np.less,
+}
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "sqrt": np.sqrt,
+    "reciprocal": np.reciprocal,
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "abs": np.abs,
 }
 
 
@@ -208,7 +222,13 @@ def run_operator(op: Operator, inputs: Sequence[np.ndarray]) -> list[np.ndarray]
     elif kind == OpKind.POOL:
         outs = [_pool(ins[0], a)]
     elif kind == OpKind.ELEMENTWISE:
-        outs = [functools.reduce(_ELEMENTWISE[a["function"]], ins)]
+        fn = a["function"]
+        if fn == "where":
+            outs = [np.where(ins[0], ins[1], ins[2])]
+        elif fn in _UNARY:
+            outs = [_UNARY[fn](ins[0])]
+        else:
+            outs = [functools.reduce(_ELEMENTWISE[fn], ins)]
     elif kind == OpKind.ACTIVATION:
         outs = [activation(a["function"], ins[0])]
     elif kind == OpKind.SOFTMAX:

@@ -5,7 +5,8 @@ small constants that define shapes: Reshape targets, Slice bounds, Split sizes, 
 
 **Steps.** Load the model, then fix the dimensions of the graph inputs: ``batch`` sets the first dimension of every
 graph input and ``dims`` gives values to symbolic dimensions (``dim_param``). Any dimension still open is an error
-that names the input and the dimension. Next, the exact-GELU pattern is recognised. *Static* nodes, the ones that
+that names the input and the dimension. Next, the exact-GELU pattern, RMSNorm and decomposed layer norms are
+recognised. *Static* nodes, the ones that
 compute only from initializers, constants and tensor shapes, are told apart from the nodes that compute on the
 inputs. Static nodes include the ``Shape → Gather → Unsqueeze → Concat`` chains that PyTorch exports to build
 Reshape targets. ONNX shape inference then runs (``onnx.shape_inference``, strict, with data propagation). Last, one
@@ -39,7 +40,30 @@ is an error naming the node.
 * ``MaxPool``/``AveragePool`` → ``pool`` (kernel, strides, pads). ``ceil_mode`` becomes extra bottom/right padding
   that gives ONNX's output size. ``GlobalAveragePool``/``GlobalMaxPool`` → a global ``pool``.
 * ``Softmax`` → ``softmax`` (before opset 13, the last axis only). ``LayerNormalization`` over the last axis →
-  ``norm`` (layernorm) with scale and bias weights.
+  ``norm`` (layernorm) with scale and bias weights. RMSNorm (``Pow(x, 2) → ReduceMean → Add eps → Sqrt →
+  Reciprocal`` or ``Div(1, ·)`` ``→ Mul x``, or ``Div(x, ·)``; then an optional constant scale) and a layer norm
+  written out over one axis (``ReduceMean``, ``Sub``, ``Pow``, ``ReduceMean``, ``Add``, ``Sqrt``, ``Div``, then an
+  optional constant scale and shift: ConvNeXt's channels-first norm, pre-opset-17 exports) → one ``norm``
+  (layernorm) over that axis; a scale or shift without one value per element of the axis stays elementwise.
+* ``Pow``, ``Equal``, ``Less`` and ``Where`` (condition, then, else) → ``elementwise`` of those functions;
+  ``Sqrt``, ``Reciprocal``, ``Neg``, ``Exp``, ``Log`` and ``Abs`` → a one-input ``elementwise``. None is fused.
+* ``ReduceMean`` / ``ReduceSum`` / ``ReduceMax`` (axes as attribute or input; ``keepdims``) → ``pool`` (avg / avg /
+  max): a global pool over H and W of an NCHW tensor, otherwise a pool of the input viewed as ``(1, before,
+  reduced, after)`` between reshapes; the axes must be consecutive. A ``MaxPool``/``AveragePool`` whose kernel is
+  larger than its input and whose only window covers it (EfficientNet's ``AvgPool2d(1280, ceil_mode=True)``) is a
+  global pool.
+* ``Pad`` (constant mode; pads from a constant input, the attribute before opset 11, ``axes`` from opset 18):
+  zero padding of H and W of an NCHW tensor whose only reader is a ``Conv``/``MaxPool``/``AveragePool`` is added
+  to that operator's padding; other constant padding is a ``concat`` per padded axis with weight blocks of the
+  padding. Reflect / edge modes and negative pads are errors.
+* ``Gather``: a constant table with computed indices (an embedding lookup, axis 0) → ``reshape`` whose input is
+  the table declared with the shape of the gathered rows ``(number of indices, row...)``: only those rows are read.
+  Constant indices on a computed tensor in increasing arithmetic progression → ``slice`` along the axis (then a
+  ``reshape`` when the index is a scalar or not 1-D). Any other gather is an error.
+* ``Expand`` on computed data → ``tile`` of the broadcast axes (after a ``reshape`` that adds leading axes).
+  ``ConstantOfShape`` and ``Range`` must be static (they are evaluated).
+* Static nodes too large to evaluate (more than 65,536 elements) keep their shape, from ONNX's inference or
+  dlaopt's own rules for lookups, broadcasts and layout changes, and a data-path node reads them as weights.
 * ``Concat``, ``Split``, ``Slice``, ``Transpose`` and ``Tile`` map to the data-movement kinds of the same names.
   Split sizes come from the input, the attribute, ``num_outputs`` or equal parts. Slice needs constant
   starts/ends/axes/steps with positive steps. ``Reshape`` (where ``0`` copies a dimension and ``-1`` is inferred),
@@ -121,6 +145,10 @@ def import_onnx_document(source: ModelSource, **kwargs: Any) -> dict[str, Any]:
     return workload_document(import_onnx(source, **kwargs))
 
 
+ONNX_SIZE_HINT = ("keep the weights in external data (onnx.save_model(..., save_as_external_data=True)), or set the "
+                  "environment variable DLAOPT_MAX_ONNX_MB to a larger number of MiB")
+
+
 def load_model(source: ModelSource) -> tuple[onnx.ModelProto, str | None]:
     """``(model, file)``: the model, without external data (only shapes are needed), and its file name if any."""
     if isinstance(source, onnx.ModelProto):
@@ -132,9 +160,12 @@ def load_model(source: ModelSource) -> tuple[onnx.ModelProto, str | None]:
         raise InputError("file not found", file=file, expected=expected)
     if path.is_dir():
         raise InputError("is a directory, not a file", file=file, expected=expected)
+    from dlaopt.io.document import max_onnx_bytes, read_bytes
+
+    data = read_bytes(path, expected=expected, limit=max_onnx_bytes(), raise_hint=ONNX_SIZE_HINT)
     try:
-        model = onnx.load(file, load_external_data=False)
-    except Exception as exc:  # protobuf's DecodeError, OSError, ...
+        model = onnx.load_model_from_string(data)  # never reads external data (only shapes are needed)
+    except Exception as exc:  # protobuf's DecodeError, RecursionError of a too deeply nested message, ...
         raise InputError(f"not an ONNX model: it cannot be parsed as an ONNX ModelProto ({type(exc).__name__})",
                          file=file, expected=expected) from None
     if not model.HasField("graph") or not model.graph.node:
@@ -243,17 +274,22 @@ class _Importer:
         self.live: dict[str, int] = {}  # dlaopt tensor -> data reads it has in the ONNX graph (fusion test)
         self.ops: list[_Op] = []
         self.op_names: set[str] = set()
+        self.readers: dict[str, list[NodeProto]] = {}  # ONNX tensor -> the nodes reading it
+        self.pad_into: dict[str, tuple[str, tuple[int, int, int, int]]] = {}  # Pad output -> (input, pads) folded
 
     # ------------------------------------------------------------------------------------------------ driver
     def run(self) -> Workload:
         self._read_constants()
         input_shapes = self._input_shapes()
         self.nodes = _fuse_exact_gelu(list(self.model.graph.node), set(self.graph_outputs), self.values.get)
+        self.nodes = _fuse_norms(self.nodes, set(self.graph_outputs), self.values.get, set(self.initializers))
         self._classify()
         self.inferred = _infer_shapes(self.model, input_shapes, self.file)
         for node in self.nodes:
             if node.op_type not in _SHAPE_READERS:
                 self.uses.update(n for n in node.input if n)
+            for n in dict.fromkeys(n for n in node.input if n):
+                self.readers.setdefault(n, []).append(node)
         self.uses.update(self.graph_outputs)
         for name, shape in input_shapes.items():
             t = self._unique_tensor(_sanitize(name) or "input")
@@ -343,7 +379,7 @@ class _Importer:
                 advice = _ADVICE.get(node.op_type, f"replace it in the model, or {_ONNXSIM} if it only computes "
                                                    "constants")
                 raise self.error(node, f"is not supported by the ONNX importer; {advice} (supported on the data "
-                                       f"path: {', '.join(sorted(_CONVERTERS))})")
+                                       f"path: {', '.join(sorted(set(_CONVERTERS) - {_NORM_OP}))})")
             known.update(o for o in node.output if o)
 
     def _finish(self) -> Workload:
@@ -488,7 +524,8 @@ class _Importer:
             readable = node.op_type in _SHAPE_READERS or all(
                 a is not None and a.size <= _MAX_EVAL for n, a in zip(node.input, args, strict=True) if n)
             if readable:
-                results = _try(lambda: [np.asarray(v) for v in fn(self, node, args)])
+                with np.errstate(all="ignore"):  # e.g. T5's log of relative positions, masked out later
+                    results = _try(lambda: [np.asarray(v) for v in fn(self, node, args)])
         for j, out in enumerate(node.output):
             if not out:
                 continue
@@ -497,6 +534,46 @@ class _Importer:
                 self.shapes[out] = tuple(int(d) for d in results[j].shape)
             elif out in self.inferred and None not in self.inferred[out]:
                 self.shapes[out] = tuple(int(d) for d in self.inferred[out])  # type: ignore[arg-type]
+            elif j == 0 and all(n in self.shapes for n in node.input if n):  # too large to evaluate
+                shape = _try(lambda: _static_shape(self, node))
+                if shape is not None:
+                    self.shapes[out] = shape
+
+
+_BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "Where",
+                           "And", "Or"})
+_SAME_SHAPE = frozenset({"Cast", "Identity", "Neg", "Abs", "Sqrt", "Exp", "Log", "Reciprocal", "Not", "Floor"})
+
+
+def _static_shape(imp: _Importer, node: NodeProto) -> Shape | None:
+    """The output shape of a static node whose value is too large to evaluate (when ONNX's inference left it open):
+    lookups, broadcasts and the layout changes constant subgraphs make of them."""
+    shapes = [imp.shapes[n] for n in node.input if n]
+    attrs = imp.attrs(node)
+    if node.op_type == "Gather":
+        data, idx = shapes[0], shapes[1]
+        axis = int(attrs.get("axis", 0)) % len(data)
+        return (*data[:axis], *idx, *data[axis + 1:])
+    if node.op_type in _BROADCASTING:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    if node.op_type in _SAME_SHAPE:
+        return shapes[0]
+    if node.op_type == "Expand":
+        target = tuple(int(v) for v in np.asarray(imp.values[node.input[1]]).reshape(-1))
+        return tuple(int(d) for d in np.broadcast_shapes(shapes[0], target))
+    if node.op_type == "Transpose":
+        perm = attrs.get("perm", range(len(shapes[0]) - 1, -1, -1))
+        return tuple(shapes[0][p] for p in perm)
+    if node.op_type == "Unsqueeze":
+        out = list(shapes[0])
+        axes = _axes(node, imp, [None] + [imp.values.get(n) for n in node.input[1:]]) or []
+        for ax in sorted(a % (len(out) + len(axes)) for a in axes):
+            out.insert(ax, 1)
+        return tuple(out)
+    if node.op_type == "Reshape":
+        spec = [int(v) for v in np.asarray(imp.values[node.input[1]]).reshape(-1)]
+        return _resolve_reshape(shapes[0], spec, bool(attrs.get("allowzero", 0)))
+    return None
 
 
 def _unique(base: str, used: Any) -> str:
@@ -655,7 +732,150 @@ def _fuse_exact_gelu(nodes: list[NodeProto], graph_outputs: set[str],
     return [replacement.get(id(n), n) for n in nodes if id(n) not in removed or id(n) in replacement]
 
 
+# ================================================================================================ decomposed norms
+_NORM_OP = "dlaopt.Norm"  # the op type of a recognised RMSNorm / decomposed layer norm (never seen by ONNX)
+
+
+def _fuse_norms(nodes: list[NodeProto], graph_outputs: set[str], value_of: Callable[[str], np.ndarray | None],
+                initializers: set[str]) -> list[NodeProto]:
+    """``nodes`` with every decomposed normalisation replaced by one ``dlaopt.Norm`` node at the place of its last
+    node (inputs: x, then the optional scale and shift; attributes: ``axis``, ``rms``).
+
+    Layer norm over one axis (ConvNeXt's channels-first form, or any pre-opset-17 export): ``u = ReduceMean(x)``,
+    ``d = Sub(x, u)``, ``ReduceMean(Pow(d, 2))`` → ``Add eps`` → ``Sqrt`` → ``Div(d, ·)`` (or ``Reciprocal`` /
+    ``Div(1, ·)`` then ``Mul d``), then optionally ``Mul`` by a constant scale and ``Add`` of a constant shift.
+    RMSNorm (T5): ``Pow(x, 2)`` → ``ReduceMean`` → ``Add eps`` → ``Sqrt`` → ``Reciprocal`` / ``Div(1, ·)`` →
+    ``Mul x`` (or ``Div(x, ·)``), then optionally ``Mul`` by a constant scale. ``Cast`` nodes on ``x`` are looked
+    through. Both reductions must keep their dimension and reduce the same single axis; every intermediate must be
+    read only inside the pattern.
+    """
+    producer = {o: n for n in nodes for o in n.output if o}
+    readers: dict[str, list[NodeProto]] = {}
+    for n in nodes:
+        for name in dict.fromkeys(n.input):
+            readers.setdefault(name, []).append(n)
+    static = set(initializers)
+    for n in nodes:
+        if n.domain in _DEFAULT_DOMAINS and (n.op_type in _SHAPE_READERS or all(i in static for i in n.input if i)):
+            static.update(o for o in n.output if o)
+
+    def only_readers(name: str, op_types: Sequence[str], count: int = 1) -> list[NodeProto] | None:
+        found = readers.get(name, [])
+        if len(found) != count or name in graph_outputs or any(f.op_type not in op_types for f in found):
+            return None
+        return found
+
+    def sole(name: str, *op_types: str) -> NodeProto | None:
+        found = only_readers(name, op_types)
+        return found[0] if found else None
+
+    def other(node: NodeProto, name: str) -> str | None:
+        ins = list(node.input)
+        if len(ins) != 2 or ins.count(name) != 1:
+            return None
+        return ins[1] if ins[0] == name else ins[0]
+
+    def scalar(name: str | None) -> float | None:
+        v = value_of(name) if name else None
+        return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
+
+    def root(name: str) -> str:
+        while name in producer and producer[name].op_type in ("Cast", "Identity"):
+            name = producer[name].input[0]
+        return name
+
+    def mean_axis(node: NodeProto | None) -> int | None:
+        """The one axis a keepdims ReduceMean reduces (attribute or, from opset 18, input)."""
+        if node is None or node.op_type != "ReduceMean":
+            return None
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if not attrs.get("keepdims", 1):
+            return None
+        if "axes" in attrs:
+            axes = [int(v) for v in attrs["axes"]]
+        else:
+            value = value_of(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            axes = [] if value is None else [int(v) for v in value.reshape(-1)]
+        return axes[0] if len(axes) == 1 else None
+
+    def normalise(num: str, sqrt: NodeProto) -> tuple[str, list[NodeProto]] | None:
+        """``num / sqrt`` as written after ``Sqrt``: its output and nodes."""
+        first = sole(sqrt.output[0], "Div", "Reciprocal")
+        if first is None:
+            return None
+        if first.op_type == "Div" and list(first.input) == [num, sqrt.output[0]]:
+            return first.output[0], [first]
+        if first.op_type == "Div" and (first.input[1] != sqrt.output[0] or scalar(first.input[0]) != 1.0):
+            return None
+        mul = sole(first.output[0], "Mul")
+        if mul is None or other(mul, first.output[0]) != num:
+            return None
+        return mul.output[0], [first, mul]
+
+    def match(pow_: NodeProto) -> tuple[NodeProto, list[NodeProto]] | None:
+        if pow_.domain not in _DEFAULT_DOMAINS or scalar(pow_.input[1]) != 2.0:
+            return None
+        mean2 = sole(pow_.output[0], "ReduceMean")
+        axis = mean_axis(mean2)
+        if mean2 is None or axis is None:
+            return None
+        add = sole(mean2.output[0], "Add")
+        if add is None or scalar(other(add, mean2.output[0])) is None:
+            return None
+        sqrt = sole(add.output[0], "Sqrt")
+        if sqrt is None:
+            return None
+        d = pow_.input[0]
+        sub = producer.get(d)
+        mean1 = producer.get(sub.input[1]) if sub is not None and sub.op_type == "Sub" else None
+        layer = (sub is not None and mean1 is not None and mean_axis(mean1) == axis
+                 and root(mean1.input[0]) == root(sub.input[0]) and only_readers(mean1.output[0], ("Sub",)) is not None
+                 and only_readers(d, ("Pow", "Div", "Mul"), 2) is not None)
+        if layer:
+            assert sub is not None and mean1 is not None
+            x, pattern = root(sub.input[0]), [mean1, sub, pow_, mean2, add, sqrt]
+            found = normalise(d, sqrt)
+        else:
+            x, pattern = root(d), [pow_, mean2, add, sqrt]
+            found = normalise(d, sqrt)
+            if found is None:  # Mul / Div reads x itself, possibly before its Cast
+                for name in {x, d}:
+                    found = normalise(name, sqrt)
+                    if found is not None:
+                        break
+        if found is None:
+            return None
+        y, tail = found
+        pattern += tail
+        scale = shift = ""
+        mul = sole(y, "Mul")
+        if mul is not None and other(mul, y) in static:
+            scale, y = other(mul, y) or "", mul.output[0]
+            pattern.append(mul)
+            add2 = sole(y, "Add") if layer else None
+            if add2 is not None and other(add2, y) in static:
+                shift, y = other(add2, y) or "", add2.output[0]
+                pattern.append(add2)
+        name = pattern[0].name.rsplit("/", 1)[0] + ("/LayerNorm" if layer else "/RMSNorm") if pattern[0].name else ""
+        norm = helper.make_node(_NORM_OP, [x, scale, shift], [y], name=name, axis=axis, rms=int(not layer))
+        return norm, pattern
+
+    removed: set[int] = set()
+    replacement: dict[int, NodeProto] = {}
+    for node in nodes:
+        found = match(node) if node.op_type == "Pow" else None
+        if found is None or any(id(n) in removed for n in found[1]):
+            continue
+        norm, pattern = found
+        removed.update(id(n) for n in pattern)
+        replacement[id(pattern[-1])] = norm
+    return [replacement.get(id(n), n) for n in nodes if id(n) not in removed or id(n) in replacement]
+
+
 # ================================================================================================ static evaluation
+_Evaluator = Callable[["_Importer", NodeProto, Sequence[Any]], list[Any]]
+
+
 def _axes(node: NodeProto, imp: _Importer, args: Sequence[np.ndarray | None]) -> list[int] | None:
     """``axes`` of Squeeze/Unsqueeze/ReduceProd: the attribute (old opsets) or the second input."""
     a = imp.attrs(node)
@@ -728,13 +948,24 @@ def _ev_reduce_prod(imp: _Importer, node: NodeProto, args: Sequence[Any]) -> lis
     return [np.prod(args[0], axis=None if axes is None else tuple(axes), keepdims=keep)]
 
 
+def _ev_reduce(fn: Callable[..., Any]) -> _Evaluator:
+    """ReduceSum / ReduceMean / ReduceMax / ReduceMin: ``axes`` as an attribute or (newer opsets) an input."""
+    def evaluate(imp: _Importer, node: NodeProto, args: Sequence[Any]) -> list[np.ndarray]:
+        axes = _axes(node, imp, args)
+        keep = bool(imp.attrs(node).get("keepdims", 1))
+        if not axes and imp.attrs(node).get("noop_with_empty_axes", 0):
+            return [np.asarray(args[0])]
+        return [np.asarray(fn(args[0], axis=tuple(axes) if axes else None, keepdims=keep))]
+
+    return evaluate
+
+
 def _ev_reshape(imp: _Importer, node: NodeProto, args: Sequence[Any]) -> list[np.ndarray]:
     x = np.asarray(args[0])
     spec = [int(v) for v in np.asarray(args[1]).reshape(-1)]
     return [x.reshape(_resolve_reshape(x.shape, spec, bool(imp.attrs(node).get("allowzero", 0))))]
 
 
-_Evaluator = Callable[[_Importer, NodeProto, Sequence[Any]], list[Any]]
 _EVALUATORS: dict[str, _Evaluator] = {
     "Constant": lambda imp, node, args: [_constant_value(node)],
     "Shape": _ev_shape,
@@ -763,6 +994,20 @@ _EVALUATORS: dict[str, _Evaluator] = {
     "Range": lambda imp, node, args: [np.arange(args[0], args[1], args[2])],
     "ConstantOfShape": _ev_constant_of_shape,
     "ReduceProd": _ev_reduce_prod,
+    "ReduceSum": _ev_reduce(np.sum),
+    "ReduceMean": _ev_reduce(np.mean),
+    "ReduceMax": _ev_reduce(np.max),
+    "ReduceMin": _ev_reduce(np.min),
+    "Expand": lambda imp, node, args: [np.asarray(args[0]) * np.ones(
+        [int(v) for v in np.asarray(args[1]).reshape(-1)], dtype=np.asarray(args[0]).dtype)],
+    "Less": lambda imp, node, args: [np.less(args[0], args[1])],
+    "Greater": lambda imp, node, args: [np.greater(args[0], args[1])],
+    "Pow": lambda imp, node, args: [np.power(args[0], args[1])],
+    "Reciprocal": lambda imp, node, args: [np.reciprocal(args[0])],
+    "Exp": lambda imp, node, args: [np.exp(args[0])],
+    "Log": lambda imp, node, args: [np.log(args[0])],
+    "Abs": lambda imp, node, args: [np.abs(args[0])],
+    "Floor": lambda imp, node, args: [np.floor(args[0])],
 }
 
 
@@ -826,7 +1071,8 @@ def _conv(imp: _Importer, node: NodeProto) -> None:
     _require_rank4(imp, node, xs)
     groups = int(imp.attrs(node).get("group", 1))
     strides, dilations = _pair_attr(imp, node, "strides"), _pair_attr(imp, node, "dilations")
-    pads = _spatial_pads(imp, node, xs[2:], ws[2:], strides, dilations)
+    x, folded = _unpadded(imp, x)
+    pads = _add_pads(_spatial_pads(imp, node, xs[2:], ws[2:], strides, dilations), folded)
     depthwise = groups == xs[1] and groups > 1 and ws[0] % xs[1] == 0
     attrs = {"stride": strides, "padding": pads, "dilation": dilations, "groups": groups}
     imp.emit(node, OpKind.DEPTHWISE_CONV2D if depthwise else OpKind.CONV2D, [imp.data(node, x), imp.data(node, w)],
@@ -984,6 +1230,13 @@ def _pool(mode: str) -> Callable[[_Importer, NodeProto], None]:
         pads = _spatial_pads(imp, node, xs[2:], kernel, strides, dilations)
         if attrs.get("ceil_mode", 0):
             pads = _ceil_mode_pads(xs[2:], kernel, strides, pads, imp.inferred.get(out))
+        x, folded = _unpadded(imp, x)
+        pads = _add_pads(pads, folded)
+        (h, w), (kh, kw), (sh, sw) = imp.shapes[x][2:], kernel, strides
+        one_window = (h + pads[0] + pads[2] - kh) // sh == 0 and (w + pads[1] + pads[3] - kw) // sw == 0
+        if one_window and (kh > h or kw > w) and kh - pads[0] >= h and kw - pads[1] >= w:  # covers the input
+            imp.emit(node, OpKind.POOL, [imp.data(node, x)], {"mode": mode, "global": True}, [out])
+            return
         imp.emit(node, OpKind.POOL, [imp.data(node, x)],
                  {"mode": mode, "kernel": kernel, "stride": strides, "padding": pads}, [out])
 
@@ -1164,6 +1417,229 @@ def _no_op(imp: _Importer, node: NodeProto) -> None:
     imp.alias(node, node.output[0], node.input[0])
 
 
+def _norm_pattern(imp: _Importer, node: NodeProto) -> None:
+    """A recognised RMSNorm / decomposed layer norm (see :func:`_fuse_norms`): one ``norm`` (layernorm) over its
+    axis with the scale and shift that have one value per element of it; any other scale or shift stays an
+    elementwise operator."""
+    x, scale, shift = (node.input[j] if j < len(node.input) else "" for j in range(3))
+    xs = imp.shape(node, x)
+    attrs = imp.attrs(node)
+    axis = int(attrs["axis"]) % len(xs)
+    extras = [n for n in (scale, shift) if n]
+    fits = [n for n in extras if math.prod(imp.shape(node, n)) == xs[axis]]
+    kept = extras if fits == extras else []
+    out = node.output[0]
+    norm_attrs = {"norm": "layernorm", "axis": -1 if axis == len(xs) - 1 else axis}
+    rest = extras[len(kept):]
+    op = imp.emit(node, OpKind.NORM, [imp.data(node, x)] + [imp.data(node, n) for n in kept], norm_attrs,
+                  [None if rest else out])
+    y = op.outputs[0]
+    for j, (name, function) in enumerate(zip(rest, ("mul", "add"), strict=False)):
+        last = j == len(rest) - 1
+        y = imp.emit(node, OpKind.ELEMENTWISE, [y, imp.data(node, name)], {"function": function},
+                     [out if last else None], suffix="scale" if function == "mul" else "shift").outputs[0]
+
+
+def _unary(function: str) -> Callable[[_Importer, NodeProto], None]:
+    def convert(imp: _Importer, node: NodeProto) -> None:
+        imp.emit(node, OpKind.ELEMENTWISE, [imp.data(node, node.input[0])], {"function": function}, [node.output[0]])
+
+    return convert
+
+
+def _binary(function: str) -> Callable[[_Importer, NodeProto], None]:
+    def convert(imp: _Importer, node: NodeProto) -> None:
+        imp.emit(node, OpKind.ELEMENTWISE, [imp.data(node, n) for n in node.input[:2]], {"function": function},
+                 [node.output[0]])
+
+    return convert
+
+
+def _where(imp: _Importer, node: NodeProto) -> None:
+    imp.emit(node, OpKind.ELEMENTWISE, [imp.data(node, n) for n in node.input[:3]], {"function": "where"},
+             [node.output[0]])
+
+
+def _expand(imp: _Importer, node: NodeProto) -> None:
+    """``Expand`` on data: a ``tile`` of the broadcast axes (after a ``reshape`` adding leading axes if needed)."""
+    x, out = node.input[0], node.output[0]
+    xs = imp.shape(node, x)
+    target = [int(v) for v in np.asarray(imp.const(node, 1, "shape")).reshape(-1)]
+    rank = max(len(xs), len(target))
+    padded = (1,) * (rank - len(xs)) + tuple(xs)
+    target = [1] * (rank - len(target)) + target
+    if any(d != t and d != 1 and t != 1 for d, t in zip(padded, target, strict=True)):
+        raise imp.error(node, f"cannot broadcast {list(xs)} to {target}")
+    final = tuple(max(d, t) for d, t in zip(padded, target, strict=True))
+    reps = [f // d for f, d in zip(final, padded, strict=True)]
+    t = imp.data(node, x)
+    if padded != xs:
+        t = imp.emit(node, OpKind.RESHAPE, [t], {"shape": padded}, [None if any(r != 1 for r in reps) else out],
+                     suffix="rank").outputs[0]
+    if all(r == 1 for r in reps):
+        if padded == xs:
+            imp.alias(node, out, x)
+        return
+    imp.emit(node, OpKind.TILE, [t], {"reps": reps}, [out])
+
+
+def _constant_only(what: str) -> Callable[[_Importer, NodeProto], None]:
+    def convert(imp: _Importer, node: NodeProto) -> None:
+        raise imp.error(node, f"computes its {what} from run-time data; dlaopt folds it only when its inputs are "
+                              f"constants or shapes: {_ONNXSIM}, or export with fixed shapes")
+
+    return convert
+
+
+def _reduce(mode: str) -> Callable[[_Importer, NodeProto], None]:
+    """``ReduceMean`` / ``ReduceMax`` / ``ReduceSum`` → ``pool`` (avg / max / avg: a sum reads and adds the same
+    elements as a mean). Over the two spatial axes of an NCHW tensor it is a global pool; over any other run of
+    consecutive axes a global pool of the input viewed as ``(1, before, reduced, after)``, between reshapes."""
+
+    def convert(imp: _Importer, node: NodeProto) -> None:
+        x, out = node.input[0], node.output[0]
+        xs = imp.shape(node, x)
+        attrs = imp.attrs(node)
+        if "axes" in attrs:
+            axes = [int(v) for v in attrs["axes"]]
+        else:
+            value = imp.const(node, 1, "axes")
+            axes = [] if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
+        if not axes:
+            if attrs.get("noop_with_empty_axes", 0):
+                imp.alias(node, out, x)
+                return
+            axes = list(range(len(xs)))
+        axes = sorted({a % len(xs) for a in axes})
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            raise imp.error(node, f"reduces the axes {axes}, which are not consecutive; only a reduction over "
+                                  "consecutive axes is modelled (transpose them together first)")
+        keep = bool(attrs.get("keepdims", 1))
+        final = tuple(1 if i in axes else d for i, d in enumerate(xs)) if keep else tuple(
+            d for i, d in enumerate(xs) if i not in axes)
+        before, reduced = math.prod(xs[:axes[0]]), math.prod(xs[axes[0]:axes[-1] + 1])
+        after = math.prod(xs[axes[-1] + 1:])
+        if len(xs) == 4 and axes == [2, 3]:
+            view, t = xs, imp.data(node, x)
+        else:
+            view = (1, before, reduced, after)
+            t = imp.emit(node, OpKind.RESHAPE, [imp.data(node, x)], {"shape": view}, [None], suffix="view").outputs[0]
+        whole = view is xs or after == 1  # the reduced elements are the whole H x W plane of the view
+        pool_attrs: dict[str, Any] = {"mode": mode, "global": True} if whole else {
+            "mode": mode, "kernel": (reduced, 1), "stride": (reduced, 1)}
+        pooled = (view[0], view[1], 1, 1 if whole else after)
+        direct = pooled == final
+        t = imp.emit(node, OpKind.POOL, [t], pool_attrs, [out if direct else None]).outputs[0]
+        if not direct:
+            imp.emit(node, OpKind.RESHAPE, [t], {"shape": final}, [out], suffix="shape")
+
+    return convert
+
+
+def _gather(imp: _Importer, node: NodeProto) -> None:
+    """An embedding lookup (constant table, indices computed) reads only the gathered rows: the table is declared
+    with the shape of those rows and a ``reshape`` copies them into the output. Constant indices on data in
+    arithmetic progression are a ``slice`` (then a ``reshape`` when the index is a scalar or not 1-D)."""
+    data, indices, out = node.input[0], node.input[1], node.output[0]
+    axis = int(imp.attrs(node).get("axis", 0))
+    ds = imp.shape(node, data)
+    axis %= len(ds)
+    ins = imp.shape(node, indices)
+    final = tuple(ds[:axis]) + tuple(ins) + tuple(ds[axis + 1:])
+    if data in imp.static and indices not in imp.static:
+        if axis != 0:
+            raise imp.error(node, f"looks up a constant table along axis {axis}; only lookups of rows (axis 0) "
+                                  "are modelled (transpose the table in the model)")
+        rows = imp.weight(data, (max(1, math.prod(ins)), *ds[1:]))
+        imp.emit(node, OpKind.RESHAPE, [rows], {"shape": final}, [out])
+        return
+    if indices in imp.values and data not in imp.static:
+        idx = np.asarray(imp.values[indices]).astype(np.int64).reshape(-1)
+        idx = np.where(idx < 0, idx + ds[axis], idx)
+        step = int(idx[1] - idx[0]) if idx.size > 1 else 1
+        if idx.size == 0 or step <= 0 or np.any(np.diff(idx) != step) or idx.min() < 0 or idx.max() >= ds[axis]:
+            raise imp.error(node, f"indexes axis {axis} with constant indices that are not an increasing arithmetic "
+                                  "progression; only such indexing (a slice) is modelled — replace the node")
+        starts, ends, steps = [0] * len(ds), list(ds), [1] * len(ds)
+        starts[axis], ends[axis], steps[axis] = int(idx[0]), int(idx[-1]) + 1, step
+        sliced = tuple(len(range(s, e, st)) for s, e, st in zip(starts, ends, steps, strict=True))
+        whole = sliced == ds
+        t = imp.data(node, data)
+        if not whole:
+            t = imp.emit(node, OpKind.SLICE, [t], {"starts": starts, "ends": ends, "steps": steps},
+                         [out if sliced == final else None]).outputs[0]
+        if sliced != final:
+            imp.emit(node, OpKind.RESHAPE, [t], {"shape": final}, [out], suffix="squeeze" if whole else "shape")
+        elif whole:
+            imp.alias(node, out, data)
+        return
+    raise imp.error(node, "gathers with indices computed at run time from a computed tensor; only embedding "
+                          "lookups (a constant table) and constant indices are modelled — make the gathered tensor "
+                          "a graph input, or " + _ONNXSIM)
+
+
+def _pad(imp: _Importer, node: NodeProto) -> None:
+    """Zero padding of the two spatial axes read only by a Conv / MaxPool / AveragePool is folded into that
+    operator's padding; any other constant padding is a ``concat`` per padded axis with blocks of the padding
+    value (weight tensors)."""
+    x, out = node.input[0], node.output[0]
+    xs = imp.shape(node, x)
+    attrs = imp.attrs(node)
+    mode = attrs.get("mode", "constant")
+    if imp.opset < 11:
+        pads, value = [int(v) for v in attrs.get("pads", [])], float(attrs.get("value", 0.0))
+    else:
+        pads = [int(v) for v in np.asarray(imp.const(node, 1, "pads")).reshape(-1)]
+        v = imp.const(node, 2, "padding value")
+        value = 0.0 if v is None or np.asarray(v).size == 0 else float(np.asarray(v).reshape(-1)[0])
+    axes = list(range(len(xs)))
+    given_axes = imp.const(node, 3, "axes") if imp.opset >= 18 else None
+    if given_axes is not None:
+        axes = [int(a) % len(xs) for a in np.asarray(given_axes).reshape(-1)]
+    if len(pads) != 2 * len(axes):
+        raise imp.error(node, f"has {len(pads)} pads for {len(axes)} axes")
+    lo, hi = [0] * len(xs), [0] * len(xs)
+    for j, ax in enumerate(axes):
+        lo[ax], hi[ax] = pads[j], pads[j + len(axes)]
+    if any(p < 0 for p in lo + hi):
+        raise imp.error(node, f"has negative pads {pads} (cropping), which are not modelled; use a Slice")
+    if mode != "constant":
+        raise imp.error(node, f"pads in '{mode}' mode, which is not modelled; only constant padding is "
+                              "(replace the node or pad with zeros)")
+    if not any(lo + hi):
+        imp.alias(node, out, x)
+        return
+    readers = imp.readers.get(out, [])
+    if (value == 0.0 and len(xs) == 4 and not any(lo[:2] + hi[:2]) and out not in imp.graph_outputs
+            and len(readers) == 1 and imp.uses[out] == 1 and readers[0].input[0] == out
+            and readers[0].op_type in ("Conv", "MaxPool", "AveragePool")):
+        imp.pad_into[out] = (x, (lo[2], lo[3], hi[2], hi[3]))
+        imp.shapes[out] = tuple(d + a + b for d, a, b in zip(xs, lo, hi, strict=True))
+        return
+    t, shape = imp.data(node, x), list(xs)
+    padded = [ax for ax in range(len(xs)) if lo[ax] or hi[ax]]
+    for j, ax in enumerate(padded):
+        parts = []
+        for side, size in (("before", lo[ax]), ("after", hi[ax])):
+            if size:
+                block = tuple(size if i == ax else d for i, d in enumerate(shape))
+                parts.append((side, imp.weight(f"{out}.pad{ax}_{side}", block)))
+        ins = ([parts[0][1]] if parts[0][0] == "before" else []) + [t] + [p for s, p in parts if s == "after"]
+        last = j == len(padded) - 1
+        t = imp.emit(node, OpKind.CONCAT, ins, {"axis": ax}, [out if last else None],
+                     suffix="" if last else f"axis{ax}").outputs[0]
+        shape[ax] += lo[ax] + hi[ax]
+
+
+def _unpadded(imp: _Importer, name: str) -> tuple[str, tuple[int, int, int, int]]:
+    """The tensor a conv / pool reads for ``name`` and the padding of a Pad folded into it (zeros when none)."""
+    return imp.pad_into.get(name, (name, (0, 0, 0, 0)))
+
+
+def _add_pads(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
+
+
 _Converter = Callable[[_Importer, NodeProto], None]
 _CONVERTERS: dict[str, _Converter] = {
     "Conv": _conv,
@@ -1203,19 +1679,29 @@ _CONVERTERS: dict[str, _Converter] = {
     "Dropout": _no_op,
     "Cast": _no_op,
     "CastLike": _no_op,
+    "Pad": _pad,
+    "Gather": _gather,
+    "ReduceMean": _reduce("avg"),
+    "ReduceSum": _reduce("avg"),
+    "ReduceMax": _reduce("max"),
+    "Pow": _binary("pow"),
+    "Sqrt": _unary("sqrt"),
+    "Reciprocal": _unary("reciprocal"),
+    "Neg": _unary("neg"),
+    "Exp": _unary("exp"),
+    "Log": _unary("log"),
+    "Abs": _unary("abs"),
+    "Equal": _binary("equal"),
+    "Less": _binary("less"),
+    "Where": _where,
+    "Expand": _expand,
+    "ConstantOfShape": _constant_only("shape"),
+    "Range": _constant_only("bounds"),
+    _NORM_OP: _norm_pattern,
 }
 
-_LAYERNORM_ADVICE = ("layer normalization exported before opset 17 is a ReduceMean/Sub/Pow/Sqrt/Div chain: export "
-                     "with opset_version >= 17 so that it is one LayerNormalization node")
 _ADVICE: dict[str, str] = {
-    "ReduceMean": _LAYERNORM_ADVICE,
-    "Pow": _LAYERNORM_ADVICE,
-    "Sqrt": _LAYERNORM_ADVICE,
     "Erf": "only the exact-GELU pattern x * 0.5 * (1 + Erf(x / sqrt(2))) is recognised: export with opset >= 20 "
            "to get a Gelu node, or replace the operator",
-    "Pad": "fold the padding into the following Conv or pooling (onnxoptimizer's fuse_pad_into_conv), or replace "
-           "the operator",
-    "Gather": "embedding lookups and indexing on data are not modelled: make the embeddings a graph input, or "
-              + _ONNXSIM + " if the indexing is on constants",
     "ConvTranspose": "transposed convolutions are not modelled: replace the operator (e.g. by resize + conv)",
 }

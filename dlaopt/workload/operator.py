@@ -56,7 +56,11 @@ DATA_MOVEMENT_KINDS = frozenset(
     {OpKind.CONCAT, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SLICE, OpKind.SPLIT, OpKind.TILE, OpKind.REPEAT}
 )
 ACTIVATION_FUNCTIONS = frozenset({"relu", "relu6", "gelu", "sigmoid", "tanh", "elu", "selu", "swish", "hswish"})
-ELEMENTWISE_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
+ELEMENTWISE_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "pow", "equal", "less", "where",
+                                   "sqrt", "reciprocal", "neg", "exp", "log", "abs"})
+UNARY_ELEMENTWISE_FUNCTIONS = frozenset({"sqrt", "reciprocal", "neg", "exp", "log", "abs"})  # one input
+"""``elementwise`` functions: the unary ones take one input, ``where`` (condition, then, else) three, the others
+two to eight (folded left)."""
 POOL_MODES = frozenset({"max", "avg"})
 NORM_KINDS = frozenset({"layernorm", "batchnorm"})
 
@@ -88,24 +92,29 @@ Shape = tuple[int, ...]
 
 
 def _pair(value: Any, name: str) -> tuple[int, int]:
+    """A stride, dilation or kernel size: one positive integer or two."""
+    pair: tuple[int, int] | None = None
     if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    if isinstance(value, Sequence) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return (int(value[0]), int(value[1]))
-    raise OperatorSpecError(f"'{name}' must be an integer or a list of two integers, got {value!r}", name)
+        pair = (value, value)
+    elif isinstance(value, Sequence) and len(value) == 2 and all(_is_int(v) for v in value):
+        pair = (int(value[0]), int(value[1]))
+    if pair is None or min(pair) < 1:
+        raise OperatorSpecError(f"'{name}' must be a positive integer or a list of two, got {value!r}", name)
+    return pair
 
 
 def _padding(value: Any) -> tuple[int, int, int, int]:
     """Normalise padding to (top, left, bottom, right)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return (value, value, value, value)
-    if isinstance(value, Sequence) and all(isinstance(v, int) for v in value):
+    if isinstance(value, Sequence) and all(_is_int(v) and v >= 0 for v in value):
         if len(value) == 2:
             return (value[0], value[1], value[0], value[1])
         if len(value) == 4:
             return (value[0], value[1], value[2], value[3])
     raise OperatorSpecError(
-        f"'padding' must be an integer, [pad_h, pad_w] or [top, left, bottom, right], got {value!r}", "padding"
+        f"'padding' must be a non-negative integer, [pad_h, pad_w] or [top, left, bottom, right], got {value!r}",
+        "padding"
     )
 
 
@@ -299,7 +308,9 @@ def infer_output_shapes(kind: OpKind, attrs: Mapping[str, Any], inputs: Sequence
             raise OperatorSpecError(f"the pool window {r}x{s} does not fit the {h}x{w} input", "kernel")
         return [(n, c, p, q)]
     if kind == OpKind.ELEMENTWISE:
-        _expect_inputs(kind, inputs, 2, 8)
+        fn = attrs["function"]
+        _expect_inputs(kind, inputs, *((1, 1) if fn in UNARY_ELEMENTWISE_FUNCTIONS else (3, 3) if fn == "where"
+                                       else (2, 8)))
         return [_broadcast(inputs)]
     if kind in (OpKind.ACTIVATION, OpKind.SOFTMAX):
         _expect_inputs(kind, inputs, 1)
