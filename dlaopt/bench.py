@@ -445,10 +445,13 @@ class BenchReport:
     skipped: int  # pairs found finished in results.jsonl
     complete: bool
     paths: dict[str, Path] = field(default_factory=dict)
+    total_time_limit: float | None = None
+    not_run: tuple[str, ...] = ()  # "instance · method" of the pairs the total time limit left out or cut short
 
     @property
     def markdown(self) -> str:
-        return report_markdown(self.suite, self.rows, self.environment, complete=self.complete)
+        return report_markdown(self.suite, self.rows, self.environment, complete=self.complete,
+                               total_time_limit=self.total_time_limit, not_run=self.not_run)
 
     @property
     def headline(self) -> str:
@@ -574,6 +577,7 @@ def run_suite(
     *,
     resume: bool = True,
     progress: ProgressFn | None = None,
+    total_time_limit: float | None = None,
 ) -> BenchReport:
     """Run a suite (a name, a file or a loaded :class:`Suite`; see the module docstring) into ``out_dir`` (default
     ``results/bench/<suite>``).
@@ -582,8 +586,15 @@ def run_suite(
     ``progress`` receives a :class:`BenchEvent` before the run, before and after every pair. An exception (or
     KeyboardInterrupt) during the run still writes the reports of what is finished, marked incomplete, and is
     re-raised; the next run resumes from there.
+
+    ``total_time_limit`` (seconds) bounds the whole run: each pair gets at most the time left, and once it is spent
+    the remaining pairs are not run. The report lists them (and the pairs whose limit it cut, recorded with
+    ``failure: total_time_limit``) as not run; a resume runs them.
     """
+    import dataclasses
+
     from dlaopt import harness
+    from dlaopt.solvers.processes import Deadline
 
     suite = name_or_path if isinstance(name_or_path, Suite) else load_suite(name_or_path)
     out = Path(out_dir) if out_dir is not None else DEFAULT_OUT_ROOT / suite.name
@@ -593,7 +604,7 @@ def run_suite(
     todo: list[tuple[SuiteEntry, str]] = []
     for entry, method in pairs:
         rec = previous.get(record_key(entry.name, method))
-        if rec is not None and rec.get("config") == entry.config_key(method):
+        if rec is not None and rec.get("config") == entry.config_key(method) and not rec.get("failure"):
             records[record_key(entry.name, method)] = rec
         else:
             todo.append((entry, method))
@@ -606,17 +617,30 @@ def run_suite(
     prepared: dict[str, tuple[Prepared, float]] = {}
     ran = 0
     complete = False
+    deadline = Deadline(total_time_limit)
+    not_run: list[str] = []
     try:
         for entry, method in todo:
+            if deadline.expired:
+                not_run.append(f"{entry.name} · {method}")
+                continue
             emit(BenchEvent("run", len(records), total, entry.name, method))
             if entry.name not in prepared:
                 p = _prepare(entry, suite.file)
                 prepared[entry.name] = (p, p.prepare_time_s)
             p, prep_s = prepared[entry.name]
             solver = entry.solve.get("solver") if method == "exact" else None  # others keep their own, as compare
-            res = harness.solve(p, method, solver=solver, options=entry.options())
+            options = entry.options()
+            limit = deadline.limit(options.time_limit)
+            cut = limit is not None and (options.time_limit is None or limit < options.time_limit)
+            if deadline.bounded:
+                options = dataclasses.replace(options, time_limit=limit, deadline=deadline.end)
+            res = harness.solve(p, method, solver=solver, options=options)
             restore_sigint()
             rec = _record(entry, method, res, prep_s)
+            if cut:
+                rec["failure"] = "total_time_limit"
+                not_run.append(f"{entry.name} · {method}")
             append_records(jsonl, [rec])
             records[record_key(entry.name, method)] = rec
             ran += 1
@@ -624,10 +648,11 @@ def run_suite(
             if remaining[entry.name] == 0:
                 prepared.pop(entry.name, None)  # free the prepared data of a finished entry
             emit(BenchEvent("done", len(records), total, entry.name, method, rec))
-        complete = True
+        complete = not not_run
     finally:
         rows = _rows(pairs, records)
-        report = BenchReport(suite, out, rows, env, ran, skipped, complete)
+        report = BenchReport(suite, out, rows, env, ran, skipped, complete, total_time_limit=total_time_limit,
+                             not_run=tuple(not_run))
         report.paths = write_reports(report)
     return report
 
@@ -749,14 +774,20 @@ def seconds_text(t: float) -> str:
 
 
 def report_markdown(suite: Suite, rows: Sequence[Mapping[str, Any]], env: Mapping[str, Any], *,
-                    complete: bool = True) -> str:
+                    complete: bool = True, total_time_limit: float | None = None,
+                    not_run: Sequence[str] = ()) -> str:
     lines = [f"# Benchmark suite `{suite.name}`", ""]
     if suite.description:
         lines += [suite.description, ""]
     lines += [f"Suite file `{suite.file}`; {_limits_text(suite)}; {len(rows)} pairs in "
               f"{seconds_text(total_seconds(rows))}; objectives are minimised, the ratio is to the best verified "
               "objective of the instance.", "", environment_markdown(env), ""]
-    if not complete:
+    if not_run:
+        listed = ", ".join(not_run)
+        lines += [f"**Stopped by the total time limit** ({fmt_number(total_time_limit)} s): {len(not_run)} (instance, "
+                  f"method) pairs not run or cut short ({listed if len(listed) <= 300 else listed[:299] + '…'}); "
+                  "run `dlaopt bench` again to run them.", ""]
+    elif not complete:
         lines += [f"**Incomplete**: {len(rows)} of {len(suite.pairs)} (instance, method) pairs finished; run "
                   "`dlaopt bench` again to resume.", ""]
     lines += [results_table_markdown(rows), ""]
@@ -823,7 +854,8 @@ def write_reports(report: BenchReport) -> dict[str, Path]:
              "md": out / RESULTS_MD}
     paths["csv"].write_text(csv_text(report.rows), encoding="utf-8")
     doc = {"suite": report.suite.name, "description": report.suite.description, "file": report.suite.file,
-           "complete": report.complete, "environment": report.environment, "columns": list(TABLE_COLUMNS),
+           "complete": report.complete, "total_time_limit": report.total_time_limit,
+           "not_run": list(report.not_run), "environment": report.environment, "columns": list(TABLE_COLUMNS),
            "rows": report.rows}
     paths["json"].write_text(json.dumps(json_safe(doc), indent=1, allow_nan=False, default=str) + "\n",
                              encoding="utf-8")

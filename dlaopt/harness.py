@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from dlaopt.errors import InputError
 from dlaopt.formulations import get_problem
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Problem
 from dlaopt.io.instance import Instance
+from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, Deadline
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
 
 OBJECTIVE_TOLERANCE = 1e-6  # relative; solver and evaluator objectives must agree to this
@@ -182,6 +183,10 @@ def solve(
         if sol is not None and ev is not None and ev.feasible and ev.objective is not None and (
                 best is None or ev.objective < best[2].objective):  # type: ignore[operator]
             best = (h, sol, ev)
+    if options.deadline is not None:  # the warm start's time counts against the total time limit
+        left = max(0.1, options.deadline - time.monotonic())
+        options = dataclasses.replace(options, time_limit=left if options.time_limit is None else min(
+            options.time_limit, left))
 
     from dlaopt.solvers.backends import solve_linear
 
@@ -332,19 +337,47 @@ def _attach(res: Result, problem: Problem[Any, Any], data: Any, sol: Any, ev: Ev
     res.solution = problem.solution_to_dict(data, sol)
 
 
+def within(options: SolveOptions | None, deadline: Deadline | None) -> SolveOptions | None:
+    """``options`` bounded by a total time limit: the time limit capped by the time left and the deadline set (for
+    work split over worker processes); ``None`` once the deadline has passed (the piece is not to be started)."""
+    options = options or SolveOptions()
+    if deadline is None or not deadline.bounded:
+        return options
+    if deadline.expired:
+        return None
+    return dataclasses.replace(options, time_limit=deadline.limit(options.time_limit), deadline=deadline.end)
+
+
+def not_started(instance: Prepared, method: str) -> Result:
+    """The result of a method the total time limit left out: ``no_solution``, saying so."""
+    return Result(instance.problem.name, instance.instance.name, method, instance.instance.objective,
+                  Status.NO_SOLUTION, prepare_time_s=instance.prepare_time_s, message=NOT_STARTED_MESSAGE)
+
+
 def compare(
     instance: Instance | Prepared,
     methods: Sequence[str] | None = None,
     *,
     solver: str | None = None,
     options: SolveOptions | None = None,
+    deadline: Deadline | None = None,
+    on_result: Callable[[Result], None] | None = None,
 ) -> list[Result]:
-    """Every method on one prepared instance (heuristics run once and are shared as warm starts)."""
+    """Every method on one prepared instance (heuristics run once and are shared as warm starts).
+
+    ``deadline`` (a total time limit): each method gets at most the time left; the methods it leaves out are
+    ``no_solution`` with the message that the limit was reached before they started. ``on_result`` sees each
+    result as it is finished (a caller interrupted part-way keeps them)."""
     p = instance if isinstance(instance, Prepared) else prepare(instance)
     names = list(methods) if methods else [m.name for m in p.problem.methods]
     out = []
     for name in names:  # --solver picks the backend of the default exact method; others keep their own
-        out.append(solve(p, name, solver=solver if name == "exact" else None, options=options))
+        opts = within(options, deadline)
+        res = not_started(p, name) if opts is None else solve(p, name, solver=solver if name == "exact" else None,
+                                                              options=opts)
+        out.append(res)
+        if on_result is not None:
+            on_result(res)
     return out
 
 

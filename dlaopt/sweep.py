@@ -52,7 +52,6 @@ import math
 import os
 import signal
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -95,6 +94,7 @@ from dlaopt.bench import (
     with_ratios,
 )
 from dlaopt.errors import InputError
+from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, Deadline
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -108,6 +108,9 @@ ENGINES = ("dask", "local")
 WORKER_WAIT_S = 60.0  # how long --scheduler waits for its first worker
 CONNECT_TIMEOUT_S = 20.0  # and for the scheduler to answer
 CLOSE_TIMEOUT_S = 20.0
+STOP_CLOSE_TIMEOUT_S = 1.0  # closing a local cluster whose workers were killed (interrupted, or out of time)
+TOTAL_LIMIT_FAILURE = "total_time_limit"  # ``failure`` of a record cut short by the total time limit
+WORKER_PRELOAD = "dlaopt.solvers.processes"  # local workers die with this process (parent-death signal)
 
 Engine = Literal["dask", "local"]
 
@@ -424,10 +427,15 @@ def _task_fields(spec: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str,
             "run_id": spec["run_id"], "worker": f"{socket.gethostname()}:{os.getpid()}", "facts": dict(facts)}
 
 
-def run_task(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+def run_task(spec: Mapping[str, Any], deadline: Deadline | None = None) -> list[dict[str, Any]]:
     """Run one sweep task (a plain JSON spec from :meth:`SweepTask.spec`) and return its records, one per method.
 
-    Never raises for a failing instance or method: the exception becomes a record with status ``error``."""
+    Never raises for a failing instance or method: the exception becomes a record with status ``error``. With a
+    ``deadline`` (a total time limit, in this process) each method gets at most the time left and a method that
+    would start after it is not run (status ``no_solution``); such records carry ``failure: total_time_limit`` and
+    are run again on resume."""
+    import dataclasses
+
     from dlaopt import harness
     from dlaopt.bench import restore_sigint, result_record, solve_options
     from dlaopt.io.instance import instance_from_dict
@@ -442,14 +450,26 @@ def run_task(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     solver = spec["solve"].get("solver")
     records = []
     for method in spec["methods"]:
+        opts, cut = options, False
+        if deadline is not None and deadline.bounded:
+            limit = deadline.limit(options.time_limit)
+            cut = limit is not None and (options.time_limit is None or limit < options.time_limit)
+            opts = dataclasses.replace(options, time_limit=limit, deadline=deadline.end)
+            if deadline.expired:
+                rec = _failed_records({**spec, "methods": [method]}, NOT_STARTED_MESSAGE, TOTAL_LIMIT_FAILURE)[0]
+                rec["status"] = "no_solution"
+                records.append(rec)
+                continue
         try:
-            res = harness.solve(prepared, method, solver=solver if method == "exact" else None, options=options)
+            res = harness.solve(prepared, method, solver=solver if method == "exact" else None, options=opts)
         except Exception as exc:
             rec = _failed_records({**spec, "methods": [method]}, f"{type(exc).__name__}: {exc}", "task")[0]
         else:
             rec = result_record(spec["name"], method, res, prepare_time_s=prepared.prepare_time_s,
                                 instance_file=spec["instance_file"], solve=spec["solve"], config=spec["key"])
             rec.update(_task_fields(spec, facts))
+            if cut:
+                rec["failure"] = TOTAL_LIMIT_FAILURE
         finally:
             restore_sigint()
         records.append(rec)
@@ -494,6 +514,8 @@ class SweepReport:
     wall_time_s: float
     paths: dict[str, Path] = field(default_factory=dict)
     thesis_table: str | None = None
+    total_time_limit: float | None = None
+    not_run: tuple[str, ...] = ()  # tasks not run (or not finished) because the total time limit was reached
 
     @property
     def summary(self) -> str:
@@ -505,13 +527,13 @@ class SweepReport:
 
     @property
     def failed(self) -> int:
-        return len({r["instance"] for r in self.rows if r.get("failure")})
+        return len({r["instance"] for r in self.rows if r.get("failure") not in (None, TOTAL_LIMIT_FAILURE)})
 
 
 def _finished(task: SweepTask, methods: Sequence[str], previous: Mapping[str, Mapping[str, Any]]) -> bool:
     for m in methods:
         rec = previous.get(record_key(task.name, m))
-        if rec is None or rec.get("config") != task.key or rec.get("failure") == "worker":
+        if rec is None or rec.get("config") != task.key or rec.get("failure") in ("worker", TOTAL_LIMIT_FAILURE):
             return False
     return True
 
@@ -526,14 +548,19 @@ def run_sweep(
     resume: bool = True,
     progress: SweepProgress | None = None,
     verbose: bool = False,
+    total_time_limit: float | None = None,
 ) -> SweepReport:
     """Run a sweep (a name, a file or a loaded :class:`Sweep`) into ``out_dir`` (default ``results/sweeps/<name>``).
 
     ``engine='dask'``: on the Dask scheduler at ``scheduler``, else on a new ``LocalCluster`` of ``workers``
     single-threaded worker processes (closed at the end); ``'local'``: every task in this process, in order.
     ``resume``: skip the tasks already finished in ``results.jsonl``; otherwise start afresh. An exception or
-    KeyboardInterrupt during the run cancels what is left, closes the cluster, writes the reports of what is finished
-    (marked incomplete) and is re-raised.
+    KeyboardInterrupt during the run cancels what is left, closes the cluster (a local cluster's workers are killed at
+    once), writes the reports of what is finished (marked incomplete) and is re-raised.
+
+    ``total_time_limit`` (seconds) bounds the whole run: at that point the tasks not finished are cancelled (a local
+    cluster's workers killed), the reports list them as not run, and a resume runs them. On the local engine each
+    method gets at most the time left; its records are marked ``failure: total_time_limit`` when that cut its limit.
     """
     if engine not in ENGINES:
         raise InputError(f"unknown engine '{engine}'", path=("--engine",), expected="dask or local")
@@ -558,6 +585,8 @@ def run_sweep(
     engine_info: dict[str, Any] = {"engine": engine}
     ran = 0
     complete = False
+    deadline = Deadline(total_time_limit)
+    not_run: list[str] = []
 
     def finish(task: SweepTask, recs: Sequence[dict[str, Any]]) -> None:
         nonlocal ran
@@ -572,57 +601,91 @@ def run_sweep(
             engine_info.update(workers=1, threads_per_worker=1)
             emit(SweepEvent("engine", skipped, len(sweep.tasks), info="in this process"))
             for task in todo:
-                finish(task, run_task(task.spec(sweep, run_id)))
+                if deadline.expired:
+                    not_run.append(task.name)
+                    continue
+                recs = run_task(task.spec(sweep, run_id), deadline)
+                if any(r.get("failure") == TOTAL_LIMIT_FAILURE for r in recs):
+                    not_run.append(task.name)
+                finish(task, recs)
         elif todo:
-            with _dask_client(scheduler, workers, verbose) as (client, info):
+            with _dask_client(scheduler, workers, verbose) as (client, info, stop_workers):
                 engine_info.update(info)
                 emit(SweepEvent("engine", skipped, len(sweep.tasks), info=info["description"]))
-                _run_on_dask(client, sweep, todo, run_id, finish)
-        complete = True
+                not_run += _run_on_dask(client, sweep, todo, run_id, finish, deadline, stop_workers)
+                if not_run:
+                    stop_workers()
+        complete = not not_run
     finally:
         rows = _rows(sweep, records)
         report = SweepReport(sweep, out, rows, environment(sweep.solve.get("threads")), engine_info, run_id, ran,
-                             skipped, complete, time.perf_counter() - t0)
+                             skipped, complete, time.perf_counter() - t0, total_time_limit=total_time_limit,
+                             not_run=tuple(not_run))
         report.paths = write_reports(report)
     return report
 
 
 def _run_on_dask(client: Any, sweep: Sweep, todo: Sequence[SweepTask], run_id: str,
-                 finish: Callable[[SweepTask, Sequence[dict[str, Any]]], None]) -> None:
-    from distributed import as_completed
+                 finish: Callable[[SweepTask, Sequence[dict[str, Any]]], None], deadline: Deadline,
+                 stop_workers: Callable[[], None]) -> list[str]:
+    """Submit the tasks and record each as it finishes; at the deadline cancel the rest and return their names.
+    Interrupted, it kills a local cluster's workers first (``stop_workers``), then cancels the tasks."""
+    from distributed import wait
 
     specs = {t.key: t.spec(sweep, run_id) for t in todo}
     futures = {}
     for task in todo:
         fut = client.submit(run_task, specs[task.key], key=f"dlaopt-sweep-{task.key}-{run_id}", pure=False)
         futures[fut.key] = (fut, task)
+    pending = {f for f, _ in futures.values()}
     try:
-        for fut in as_completed([f for f, _ in futures.values()]):
-            task = futures[fut.key][1]
+        while pending:
+            left = deadline.left()
             try:
-                recs = fut.result()
-            except Exception as exc:  # the worker died (KilledWorker), lost the task, or could not run it
-                recs = _failed_records(specs[task.key], f"the task did not finish on the cluster: "
-                                                        f"{type(exc).__name__}: {exc}", "worker")
-            finish(task, recs)
-            fut.release()
+                done, _ = wait(list(pending), timeout=None if math.isinf(left) else left,
+                               return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            if not done:
+                break
+            for fut in sorted(done, key=lambda f: futures[f.key][1].index):
+                pending.discard(fut)
+                task = futures[fut.key][1]
+                try:
+                    recs = fut.result()
+                except Exception as exc:  # the worker died (KilledWorker), lost the task, or could not run it
+                    recs = _failed_records(specs[task.key], f"the task did not finish on the cluster: "
+                                                            f"{type(exc).__name__}: {exc}", "worker")
+                finish(task, recs)
+                fut.release()
     except BaseException:
+        stop_workers()
         with contextlib.suppress(Exception):
             client.cancel([f for f, _ in futures.values()], force=True)
         raise
+    if pending:
+        with contextlib.suppress(Exception):
+            client.cancel(list(pending), force=True)
+    return [futures[f.key][1].name for f in sorted(pending, key=lambda f: futures[f.key][1].index)]
 
 
 @contextlib.contextmanager
-def _dask_client(scheduler: str | None, workers: int, verbose: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _dask_client(scheduler: str | None, workers: int, verbose: bool
+                 ) -> Iterator[tuple[Any, dict[str, Any], Callable[[], None]]]:
     """A Dask client: connected to ``scheduler``, or to a new LocalCluster of ``workers`` processes; closed (with the
-    cluster) on exit, whatever happens.
+    cluster) on exit, whatever happens. The third item kills a local cluster's worker processes (running tasks
+    included; nothing for an existing cluster): done on any exception, so an interrupted sweep is gone at once.
+
+    The local workers preload :mod:`dlaopt.solvers.processes`: each dies with this process, even when it is killed
+    by SIGKILL while a worker is deep in a solver (Dask's own watch of its parent needs the worker's GIL).
 
     Logging, unless ``verbose``: distributed's messages below WARNING are silenced in this process, and the local
     worker processes log nothing (what they would say is about their own shutdown — a task's exception comes back
     to this process and is recorded; the nanny here reports a worker's memory trouble or death).
 
-    The local workers ignore SIGINT: Ctrl-C in a terminal reaches the whole process group, and this process — not
-    every worker with its own traceback — handles it by closing the cluster."""
+    The local workers ignore SIGINT (set by the preload): Ctrl-C in a terminal reaches the whole process group, and
+    this process — not every worker with its own traceback — handles it by closing the cluster. This process keeps
+    its own handler while the cluster starts, so a Ctrl-C (or SIGINT) then is not lost."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -634,6 +697,18 @@ def _dask_client(scheduler: str | None, workers: int, verbose: bool) -> Iterator
     cluster = None
     client = None
     ok = False
+    stopped = False
+
+    def stop_workers() -> None:
+        nonlocal stopped
+        if cluster is None:
+            return
+        stopped = True
+        for nanny in list(getattr(cluster, "workers", {}).values()):
+            pid = getattr(nanny, "pid", None)
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
     # a HiGHS solve holds a worker's event loop for seconds: that is expected, not worth a warning
     settings = {"distributed.admin.tick.limit": "1h", "distributed.scheduler.allowed-failures": 1}
     try:
@@ -641,26 +716,28 @@ def _dask_client(scheduler: str | None, workers: int, verbose: bool) -> Iterator
             if scheduler:
                 client, info = _connect(scheduler)
             else:
-                with _sigint_ignored():  # the worker processes inherit it
-                    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                           dashboard_address=None,
-                                           silence_logs=logging.INFO if verbose else logging.CRITICAL)
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, preload=[WORKER_PRELOAD],
+                                       silence_logs=logging.INFO if verbose else logging.CRITICAL)
                 client = Client(cluster)
                 info = {"scheduler": None, "workers": workers, "threads_per_worker": 1,
                         "description": f"Dask LocalCluster, {workers} worker processes x 1 thread "
                                        f"({client.scheduler.address})"}
-            yield client, info
+            yield client, info, stop_workers
             ok = True
     finally:
-        if not ok and not verbose:  # closing busy workers early is expected: no warnings about it
+        if not ok:
+            stop_workers()
+        if (not ok or stopped) and not verbose:  # closing busy workers early is expected: no warnings about it
             for lg in loggers:
-                lg.setLevel(logging.ERROR)
+                lg.setLevel(logging.CRITICAL)
+        timeout = STOP_CLOSE_TIMEOUT_S if stopped else CLOSE_TIMEOUT_S
         if client is not None:
             with contextlib.suppress(Exception):
-                client.close(timeout=CLOSE_TIMEOUT_S)
+                client.close(timeout=timeout)
         if cluster is not None:
             with contextlib.suppress(Exception):
-                cluster.close(timeout=CLOSE_TIMEOUT_S)
+                cluster.close(timeout=timeout)
         for lg, lvl in zip(loggers, levels, strict=True):
             lg.setLevel(lvl)
 
@@ -687,18 +764,6 @@ def _connect(scheduler: str) -> tuple[Any, dict[str, Any]]:
             client.close()
         raise
     return client, {"scheduler": scheduler, "workers": n, "description": f"Dask scheduler {scheduler} ({n} workers)"}
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _check_versions(client: Any, scheduler: str) -> None:
@@ -791,7 +856,11 @@ def report_markdown(report: SweepReport) -> str:
               f"{seconds_text(report.wall_time_s)} wall; {seconds_text(total_seconds(rows))} of solving in all. "
               "Objectives are minimised; the ratio is to the best verified objective of the row.", "",
               environment_markdown(report.environment), ""]
-    if not report.complete:
+    if report.not_run:
+        lines += [f"**Stopped by the total time limit** ({fmt_number(report.total_time_limit)} s): "
+                  f"{len(report.not_run)} tasks not run or not finished ({_short(', '.join(report.not_run), 200)}); "
+                  "run `dlaopt sweep` again to run them.", ""]
+    elif not report.complete:
         done = len({r['instance'] for r in rows})
         lines += [f"**Incomplete**: {done} of {len(sweep.tasks)} tasks finished; run `dlaopt sweep` again to "
                   "resume.", ""]
@@ -844,6 +913,7 @@ def write_reports(report: SweepReport) -> dict[str, Path]:
     paths["csv"].write_text(csv_text(flat, columns), encoding="utf-8")
     doc = {"sweep": sweep.name, "description": sweep.description, "file": sweep.file, "complete": report.complete,
            "run_id": report.run_id, "ran": report.ran, "skipped": report.skipped,
+           "total_time_limit": report.total_time_limit, "not_run": list(report.not_run),
            "wall_time_s": report.wall_time_s, "engine": {k: v for k, v in report.engine.items()},
            "environment": report.environment, "axes": list(sweep.axes), "methods": list(sweep.methods),
            "solve": dict(sweep.solve), "tasks": len(sweep.tasks), "rows": report.rows}
@@ -859,11 +929,11 @@ def write_reports(report: SweepReport) -> dict[str, Path]:
 def plot_summary(sweep: Sweep, rows: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     """Each method's ratio to the best verified objective against the first grid axis, one panel per workload (one
     line per method and value of the other axes); without a grid, one panel over the workloads."""
-    from dlaopt.plots.common import colour, new_figure
-
     ok = [r for r in rows if r.get("ratio_to_best") is not None and math.isfinite(float(r["ratio_to_best"]))]
     if not ok:
         return None
+    from dlaopt.plots.common import colour, new_figure
+
     panels = list(sweep.workloads) if sweep.axes else [sweep.name]
     ncols = min(4, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -917,6 +987,8 @@ def plot_summary(sweep: Sweep, rows: Sequence[Mapping[str, Any]], path: Path) ->
 def main_summary(report: SweepReport) -> str:
     """One line for logs: what ran, what was skipped, where the files are."""
     failed = f", {report.failed} failed" if report.failed else ""
+    if report.not_run:
+        failed += f", {len(report.not_run)} not run (total time limit)"
     return (f"sweep {report.sweep.name}: {report.ran} tasks run, {report.skipped} skipped (already finished){failed};"
             f" {len({r['instance'] for r in report.rows})} of {len(report.sweep.tasks)} tasks in "
             f"{seconds_text(report.wall_time_s)}; results in {report.out_dir}")

@@ -31,6 +31,9 @@ Exit codes:
 * ``2`` — bad input: an unreadable or invalid instance or solution file, an instance the problem cannot use (raised
   in its prepare step), an unknown method, an unknown or unavailable solver, bad command-line usage. The message
   goes to stderr as ``error: <message naming the file and the key>``, never with a traceback.
+* ``130`` — interrupted (Ctrl-C, SIGINT); ``143`` — terminated (SIGTERM). Either way the worker processes are
+  killed and what the command promises of the finished work is written (``bench`` and ``sweep`` resume from it).
+  Worker processes also die by themselves when the command is killed outright (SIGKILL).
 
 Solver strings are checked before any work is done: a malformed string (not ``highs``, ``cpsat`` or
 ``pyomo:<name>``) and a ``pyomo:<name>`` that Pyomo does not report as available are bad input (exit 2), not a
@@ -64,6 +67,11 @@ class DlaoptGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): workers are killed on the way here
+            from dlaopt.solvers.processes import interrupt_exit_code
+
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(interrupt_exit_code(exc)) from None
         except InputError as exc:
             fail(exc.render())
         except Exception as exc:
@@ -87,7 +95,8 @@ def cli() -> None:
 
     Exit codes: 0 success (solver trouble such as a time limit or an infeasible instance is reported as the
     result's status, not as a failure); 1 internal error, or `verify` rejected the solution; 2 bad input
-    (invalid file, unknown method or solver, usage error). Set DLAOPT_DEBUG=1 to see tracebacks of internal errors.
+    (invalid file, unknown method or solver, usage error); 130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+    Set DLAOPT_DEBUG=1 to see tracebacks of internal errors.
     """
 
 
@@ -98,7 +107,11 @@ for _module in (solving, drawing, runs, instances, catalogue, experiment):
 
 # ================================================================================================ entry point
 def main(argv: Sequence[str] | None = None) -> None:
-    """The console-script entry point (``dlaopt``, ``python -m dlaopt``); exits with the documented code."""
+    """The console-script entry point (``dlaopt``, ``python -m dlaopt``); exits with the documented code. SIGTERM is
+    handled like Ctrl-C (the same clean-up), with exit code 143."""
+    from dlaopt.solvers.processes import install_sigterm_handler
+
+    install_sigterm_handler()
     cli.main(args=list(argv) if argv is not None else None, prog_name="dlaopt")
 
 

@@ -261,6 +261,14 @@ def split_methods(ctx: click.Context, param: click.Parameter, value: str | None)
 
 
 # common options of solve and compare
+def total_time_limit_option(what: str = "each method") -> Callable[..., Any]:
+    """``--total-time-limit SEC``: the whole command returns by then with what it has."""
+    return click.option(
+        "--total-time-limit", "total_time_limit", type=click.FloatRange(min=0, min_open=True), default=None,
+        metavar="SEC", help=f"Wall-clock limit of the whole command in seconds: {what} gets at most the time left, "
+                            "and what it leaves out is reported as not run (default: none).")
+
+
 def solver_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--solver", "solver", metavar="S", default=None,
@@ -271,6 +279,7 @@ def solver_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--gap", type=click.FloatRange(min=0), default=None, metavar="G",
                      help="Relative MIP gap at which the solver stops (default: 1e-4)."),
         click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed."),
+        total_time_limit_option(),
         click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout (no progress on stderr)."),
         click.option("--quiet", "-q", is_flag=True, help="No log or progress lines on stderr."),
     ]

@@ -16,6 +16,7 @@ from dlaopt.cli.common import (
     fail,
     fmt,
     parse_assignments,
+    total_time_limit_option,
 )
 
 
@@ -31,21 +32,25 @@ from dlaopt.cli.common import (
                    "the headline table.")
 @click.option("--readme", type=click.Path(dir_okay=False, path_type=Path), default=Path("README.md"),
               show_default=True, metavar="FILE", help="The README that --update-readme edits.")
+@total_time_limit_option("each (instance, method) pair")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or log lines on stderr.")
 def bench(suite: str, out_dir: Path | None, no_resume: bool, update_readme: bool, readme: Path,
-          quiet: bool) -> None:
+          total_time_limit: float | None, quiet: bool) -> None:
     """Run the benchmark suite SUITE (a name from instances/suites/, or a suite file) and print its table.
 
     Every (instance, method) pair of the suite is solved and verified; one JSON line per finished pair is appended
     to DIR/results.jsonl, so an interrupted run (Ctrl-C) resumes where it stopped and skips finished pairs. At the
     end DIR holds results.csv, results.json and results.md (instance, method, status, objective, bound, gap, time,
     ratio to the best objective of the instance, verified, with the environment: versions, threads, machine), and
-    the Markdown is printed. Exit code 0 whatever the statuses; 130 when interrupted.
+    the Markdown is printed. With --total-time-limit the run returns by then: the pairs it leaves out (or cuts
+    short) are listed as not run and run by the next resume. Exit code 0 whatever the statuses; 130 when
+    interrupted (Ctrl-C), 143 when terminated (SIGTERM).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dlaopt.bench import BenchEvent, load_suite, main_summary, readme_block, run_suite
     from dlaopt.bench import update_readme as write_readme_block
+    from dlaopt.solvers.processes import interrupt_exit_code
 
     err = console(stderr=True)
     loaded = load_suite(suite)  # a bad suite (or README, below) fails here with exit 2, before anything runs
@@ -66,12 +71,13 @@ def bench(suite: str, out_dir: Path | None, no_resume: bool, update_readme: bool
                 bar.update(task, completed=ev.done)
 
         try:
-            report = run_suite(loaded, out_dir, resume=not no_resume, progress=on_event)
-        except KeyboardInterrupt:
+            report = run_suite(loaded, out_dir, resume=not no_resume, progress=on_event,
+                               total_time_limit=total_time_limit)
+        except KeyboardInterrupt as exc:
             bar.stop()
             click.echo(f"interrupted: finished pairs are kept in {out_dir or 'results/bench/' + loaded.name}; "
                        "run the same command again to resume", err=True)
-            raise click.exceptions.Exit(130) from None
+            raise click.exceptions.Exit(interrupt_exit_code(exc)) from None
     click.echo(report.markdown, nl=False)
     if not quiet:
         err.print(main_summary(report))
@@ -97,18 +103,22 @@ def bench(suite: str, out_dir: Path | None, no_resume: bool, update_readme: bool
               help="Run every task again (default: skip the tasks already finished in DIR/results.jsonl).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or log lines on stderr.")
 @click.option("--verbose", "-v", is_flag=True, help="Also Dask's informational log messages.")
+@total_time_limit_option("each task")
 def sweep(sweep_file: str, out_dir: Path | None, scheduler: str | None, workers: int, engine: str, no_resume: bool,
-          quiet: bool, verbose: bool) -> None:
+          quiet: bool, verbose: bool, total_time_limit: float | None) -> None:
     """Run the sweep SWEEP.yaml (a file, or a name from instances/sweeps/): workloads x grid x methods, one task per
     (workload, grid point) on Dask, and print the summary table.
 
     Each finished task's records are appended to DIR/results.jsonl at once, so a killed or interrupted run keeps
     them and the next run skips them. At the end DIR holds results.csv, results.json, results.md and summary.png
-    (and thesis_sweep.* for `report: thesis-table`). Exit code 0 whatever the statuses; 130 when interrupted.
+    (and thesis_sweep.* for `report: thesis-table`). With --total-time-limit the run returns by then: the tasks not
+    finished are cancelled (a local cluster's workers killed), listed as not run and run by the next resume. Exit
+    code 0 whatever the statuses; 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from dlaopt.bench import fmt_number
+    from dlaopt.solvers.processes import interrupt_exit_code
     from dlaopt.sweep import DEFAULT_OUT_ROOT, SweepEvent, load_sweep, main_summary, run_sweep
 
     err = console(stderr=True)
@@ -144,12 +154,13 @@ def sweep(sweep_file: str, out_dir: Path | None, scheduler: str | None, workers:
 
         try:
             report = run_sweep(sweep, out, engine=typing.cast(Any, engine), scheduler=scheduler, workers=workers,
-                               resume=not no_resume, progress=on_event, verbose=verbose)
-        except KeyboardInterrupt:
+                               resume=not no_resume, progress=on_event, verbose=verbose,
+                               total_time_limit=total_time_limit)
+        except KeyboardInterrupt as exc:
             bar.stop()
             click.echo(f"interrupted: finished tasks are kept in {out}; run the same command again to resume",
                        err=True)
-            raise click.exceptions.Exit(130) from None
+            raise click.exceptions.Exit(interrupt_exit_code(exc)) from None
     click.echo(report.summary)
     if report.thesis_table is not None:
         click.echo("")
@@ -183,16 +194,19 @@ def sweep(sweep_file: str, out_dir: Path | None, scheduler: str | None, workers:
               help="Methods of a stage (repeatable), e.g. --methods pinning=greedy,exact.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: the solver's).")
+@total_time_limit_option("each solve of every stage")
 @click.option("--no-plots", is_flag=True, help="Skip the plots.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report to stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 def compile_(workload: str, hardware: str, platform: str | None, params: dict[str, Any], hw_params: dict[str, Any],
              platform_params: dict[str, Any], out_dir: Path | None, time_limit: float, tenants: int | None,
-             mapping_objective: str, stage_methods: dict[str, Any], seed: int, threads: int | None, no_plots: bool,
-             as_json: bool, quiet: bool) -> None:
+             mapping_objective: str, stage_methods: dict[str, Any], seed: int, threads: int | None,
+             total_time_limit: float | None, no_plots: bool, as_json: bool, quiet: bool) -> None:
     """Compile WORKLOAD (a zoo name, .onnx model, workload or instance file): mapping -> tensor pinning -> bank
     mapping -> (with --platform) job assignment, every stage verified; writes report.md, report.json, each stage's
-    instance and solution (re-check with `dlaopt verify`) and plots."""
+    instance and solution (re-check with `dlaopt verify`) and plots. With --total-time-limit every solve gets at
+    most the time left and the methods it leaves out are `no_solution`; a stage that is then left without a verified
+    solution, or not started, stops the pipeline (exit code 1, the message names the stage)."""
     from dlaopt.pipeline import (
         DEFAULT_METHODS,
         CompileOptions,
@@ -222,7 +236,8 @@ def compile_(workload: str, hardware: str, platform: str | None, params: dict[st
     hdoc = hardware_document(hardware, hw_params)
     pdoc = hardware_document(platform, platform_params, platform=True) if platform else None
     opts = CompileOptions(mapping_objective=mapping_objective, methods={**DEFAULT_METHODS, **methods},
-                          time_limit=time_limit, seed=seed, threads=threads, tenants=tenants, progress=progress)
+                          time_limit=time_limit, seed=seed, threads=threads, tenants=tenants, progress=progress,
+                          total_time_limit=total_time_limit)
     try:
         report = compile_network(wdoc, hdoc, pdoc, opts)
     except StageFailed as exc:

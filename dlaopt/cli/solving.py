@@ -42,16 +42,21 @@ if TYPE_CHECKING:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="SOLUTION",
               help="Write the solution document here (JSON for .json, else YAML); read it back with `dlaopt verify`.")
 def solve(instance: str, method: str, solver: str | None, time_limit: float | None, gap: float | None, seed: int,
-          threads: int | None, as_json: bool, output: Path | None, quiet: bool) -> None:
+          total_time_limit: float | None, threads: int | None, as_json: bool, output: Path | None,
+          quiet: bool) -> None:
     """Solve INSTANCE with one method and verify the answer.
 
     Without --json: a short report (status, objective, bound, gap, time, solver, verified, metrics, warm start).
     With --json: one JSON object, Result.to_dict() (keys problem, instance, method, objective_name, status,
     objective, bound, gap, time_s, ..., verified, verification, metrics, warm_start, trace, message, solution).
-    Exit code 0 whatever the status (optimal, feasible, infeasible, no_solution, error): the status says it.
+    Exit code 0 whatever the status (optimal, feasible, infeasible, no_solution, error): the status says it;
+    130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM). --total-time-limit bounds the whole command, the
+    heuristic warm start included (a mapping instance's layers are solved in worker processes until then).
     """
     from dlaopt import harness
+    from dlaopt.solvers.processes import Deadline
 
+    deadline = Deadline(total_time_limit)
     solver = check_solver(solver)
     err = console(stderr=True)
     log = not (quiet or as_json)
@@ -64,7 +69,8 @@ def solve(instance: str, method: str, solver: str | None, time_limit: float | No
     if log:
         err.print(f"solving {inst.name} ({inst.problem}, objective {inst.objective}) with method '{method}'"
                   + (f", solver {solver}" if solver else ""))
-    res = harness.solve(p, method, solver=solver, options=solve_options(time_limit, gap, seed, threads, printer))
+    opts = harness.within(solve_options(time_limit, gap, seed, threads, printer), deadline)
+    res = harness.not_started(p, method) if opts is None else harness.solve(p, method, solver=solver, options=opts)
     if printer is not None:
         printer.flush()
     if output is not None:
@@ -147,16 +153,20 @@ def _is_records(value: Any) -> bool:
               help="Comma-separated methods (default: all of the problem's methods, in its order).")
 @solver_options
 def compare(instance: str, methods: list[str] | None, solver: str | None, time_limit: float | None,
-            gap: float | None, seed: int, as_json: bool, quiet: bool) -> None:
+            gap: float | None, seed: int, total_time_limit: float | None, as_json: bool, quiet: bool) -> None:
     """Run several methods on INSTANCE and compare them.
 
     The table's last column is `objective / best`: each objective divided by the best verified objective
     (minimisation, so 1.00 is the best and larger is worse). --solver applies to the `exact` method.
     With --json: a list of Result.to_dict() objects, one per method, with `solution` set to null.
-    Exit code 0 whatever the statuses.
+    Exit code 0 whatever the statuses. With --total-time-limit the command returns by then: each method gets at most
+    the time left, and the methods it leaves out are `no_solution`, saying so. Interrupted (Ctrl-C: exit code 130;
+    SIGTERM: 143), it still prints the methods that finished, the others marked as interrupted.
     """
     from dlaopt import harness
+    from dlaopt.solvers.processes import Deadline, interrupt_exit_code
 
+    deadline = Deadline(total_time_limit)
     solver = check_solver(solver)
     err = console(stderr=True)
     log = not (quiet or as_json)
@@ -168,9 +178,24 @@ def compare(instance: str, methods: list[str] | None, solver: str | None, time_l
     printer = ProgressPrinter(err) if log else None
     if log:
         err.print(f"comparing {', '.join(names)} on {inst.name} ({inst.problem}, objective {inst.objective})")
-    results = harness.compare(p, names, solver=solver, options=solve_options(time_limit, gap, seed, None, printer))
+    finished: list[Result] = []
+    try:
+        results = harness.compare(p, names, solver=solver, options=solve_options(time_limit, gap, seed, None, printer),
+                                  deadline=deadline, on_result=finished.append)
+    except KeyboardInterrupt as exc:
+        code = interrupt_exit_code(exc)
+        results = finished + [harness.not_started(p, n) for n in names[len(finished):]]
+        for r in results[len(finished):]:
+            r.message = "interrupted before it finished"
+        _print_comparison(inst, results, as_json)
+        click.echo("interrupted: the table holds the methods that finished", err=True)
+        raise click.exceptions.Exit(code) from None
     if printer is not None:
         printer.flush()
+    _print_comparison(inst, results, as_json)
+
+
+def _print_comparison(inst: Any, results: list[Result], as_json: bool) -> None:
     if as_json:
         echo_json([{**r.to_dict(with_solution=False), "solution": None} for r in results])
         return

@@ -13,7 +13,6 @@ import csv
 import statistics
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
 from dlaopt.formulations.mapping.problem import run_layer_exact, run_layer_heuristic
 from dlaopt.hardware.presets import PRESETS
+from dlaopt.solvers.processes import worker_pool
 from dlaopt.solvers.result import SolveOptions
 from dlaopt.specs import mapping as mapping_options
 from dlaopt.workload.graph import Workload
@@ -110,7 +110,7 @@ def run_mapping_benchmark(
         args = [(n, arch, objective, time_limit, seed, methods) for n, _ in convs]
         t0 = time.perf_counter()
         if workers > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            with worker_pool(workers) as pool:
                 results = list(pool.map(benchmark_layer, *zip(*args, strict=True)))
         else:
             results = [benchmark_layer(*a) for a in args]

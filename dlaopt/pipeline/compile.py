@@ -26,6 +26,7 @@ their throughput and the energy of every job on the sub-accelerator it was assig
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,7 @@ from dlaopt.pipeline.handoff import (
     pinning_options,
 )
 from dlaopt.pipeline.stages import StageFailed, StageOutcome, run_stage
+from dlaopt.solvers.processes import NOT_STARTED_MESSAGE
 from dlaopt.solvers.result import SolveOptions
 from dlaopt.workload.graph import Workload
 
@@ -76,10 +78,12 @@ class CompileOptions:
     tenants: int | None = None  # requests scheduled on a platform (default: one per sub-accelerator)
     cache_dir: str | None = None  # job-analysis cache of the assignment stage
     progress: Any = None  # called with (stage name, "start" | "done", StageOutcome | None)
+    total_time_limit: float | None = None  # seconds for the whole pipeline (each solve gets at most the time left)
+    deadline: float | None = None  # time.monotonic() of the total time limit, set by compile_network
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit=self.time_limit, seed=self.seed, threads=self.threads,
-                            deterministic=self.deterministic, node_limit=self.node_limit)
+                            deterministic=self.deterministic, node_limit=self.node_limit, deadline=self.deadline)
 
     def stage_methods(self, stage: str) -> list[str]:
         return list(self.methods.get(stage, DEFAULT_METHODS[stage]))
@@ -274,6 +278,8 @@ def compile_network(workload: Mapping[str, Any], hardware: Mapping[str, Any],
         if not methods:
             raise InputError(f"stage '{stage}' needs at least one method", path=("methods", stage))
     t0 = time.perf_counter()
+    if opts.total_time_limit is not None:
+        opts = dataclasses.replace(opts, deadline=time.monotonic() + opts.total_time_limit)
     probe = instance_from_dict(_document("mapping", "probe", workload, hardware, "edp", {}))
     graph, acc = probe.graph, probe.accelerator
     network = graph.name
@@ -285,6 +291,8 @@ def compile_network(workload: Mapping[str, Any], hardware: Mapping[str, Any],
     stages: list[StageOutcome] = []
 
     def run(name: str, fn: Any, *args: Any) -> Any:
+        if opts.deadline is not None and time.monotonic() >= opts.deadline:
+            raise StageFailed(name, f"not run: the {NOT_STARTED_MESSAGE} ({opts.total_time_limit:g} s)")
         if opts.progress:
             opts.progress(name, "start", None)
         result = fn(*args)

@@ -9,13 +9,14 @@ verified, else the best verified heuristic's (a time limit without an incumbent 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dlaopt.errors import DlaoptError
-from dlaopt.harness import Prepared, Result, prepare, solve
+from dlaopt.harness import Prepared, Result, not_started, prepare, solve
 from dlaopt.io.instance import instance_from_dict
 from dlaopt.solvers.result import SolveOptions, Status
 
@@ -72,7 +73,17 @@ def run_stage(name: str, title: str, document: Mapping[str, Any], methods: Seque
         raise StageFailed(name, f"unknown method(s) {', '.join(unknown)} (the {prepared.problem.name} problem has "
                                 f"{', '.join(kinds)})")
     ordered = [m for m in methods if kinds[m] == "heuristic"] + [m for m in methods if kinds[m] != "heuristic"]
-    results = [solve(prepared, m, options=options) for m in ordered]
+    results = []
+    for m in ordered:  # with a total time limit (options.deadline): at most the time left, nothing after it
+        opts = options
+        if options.deadline is not None:
+            left = options.deadline - time.monotonic()
+            if left <= 0:
+                results.append(not_started(prepared, m))
+                continue
+            opts = dataclasses.replace(options, time_limit=left if options.time_limit is None else min(
+                options.time_limit, left))
+        results.append(solve(prepared, m, options=opts))
     broken = [r for r in results if r.status == Status.ERROR]
     if broken:
         r = broken[0]

@@ -84,6 +84,9 @@ class SolveOptions:
     warm_start: np.ndarray | None = None
     progress: ProgressCallback | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # backend-specific options passed through
+    # time.monotonic() by which the whole command must be done (--total-time-limit); work that splits itself over
+    # worker processes caps each piece by it and stops waiting for pieces not back by then
+    deadline: float | None = None
 
 
 @dataclass

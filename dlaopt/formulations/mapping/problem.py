@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from collections.abc import Mapping as MappingABC
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
+from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, kill_pool, process_pool
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint
 from dlaopt.specs import mapping as opts
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
 
 HEURISTIC_METHODS = ("random", "ga", "nvdla", "eyeriss", "shidiannao")
+DEADLINE_GRACE_S = 1.0  # how long past the deadline the parent waits for layers due by then before killing them
 
 
 @dataclass
@@ -72,13 +74,45 @@ def _workers(data: MappingData) -> int:
     return max(1, min(w, len(data.groups)))
 
 
-def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple]) -> list[Any]:
-    """``fn(*a)`` for every representative layer, in worker processes when more than one is allowed."""
+def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple],
+                deadline: float | None = None) -> list[Any]:
+    """``fn(*a)`` for every representative layer, in worker processes when more than one is allowed (workers that die
+    with this process, killed when it is interrupted).
+
+    With a ``deadline`` (``time.monotonic()``), a layer not started by then is not started and a layer whose worker
+    has not answered shortly after it (:data:`DEADLINE_GRACE_S`) is abandoned and its worker killed: its entry is
+    ``None``."""
     workers = _workers(data)
     if workers == 1 or len(args) <= 1:
-        return [fn(*a) for a in args]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, *zip(*args, strict=True)))
+        return [None if deadline is not None and time.monotonic() >= deadline else fn(*a) for a in args]
+    pool = process_pool(workers)
+    try:
+        futures = [pool.submit(fn, *a) for a in args]
+        timeout = None if deadline is None else max(0.0, deadline + DEADLINE_GRACE_S - time.monotonic())
+        done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f in done and f.exception() is not None), None)
+        if failed is not None:
+            raise failed.exception()  # type: ignore[misc]
+    except BaseException:
+        kill_pool(pool)
+        raise
+    if pending:
+        kill_pool(pool)
+    else:
+        pool.shutdown(wait=True)
+    return [f.result() if f in done else None for f in futures]
+
+
+def _time_left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _capped(limit: float | None, deadline: float | None) -> float | None:
+    """``limit`` capped by the time left before ``deadline`` (both optional)."""
+    left = _time_left(deadline)
+    if left is None:
+        return limit
+    return left if limit is None else min(limit, left)
 
 
 # ---------------------------------------------------------------------------------------------- per-layer workers
@@ -88,6 +122,8 @@ def run_layer_heuristic(method: str, nest: LoopNest, arch: MappingArch, objectiv
 
     t0 = time.perf_counter()
     budget: int | None = None
+    if time_limit is not None and time_limit <= 0:
+        return None, 0.0
     if method == "random":
         budget = int(options["random_samples"])
     elif method == "ga":
@@ -99,19 +135,25 @@ def run_layer_heuristic(method: str, nest: LoopNest, arch: MappingArch, objectiv
 
 
 def run_layer_exact(nest: LoopNest, arch: MappingArch, objective: str, options: dict[str, Any],
-                    solve_options: SolveOptions, solver: str) -> dict[str, Any]:
+                    solve_options: SolveOptions, solver: str) -> dict[str, Any] | None:
+    """The exact method on one layer, warm-started from ``options["warm_start"]``; the warm start's time counts
+    against ``solve_options.time_limit``. ``None`` when ``solve_options.deadline`` has passed before it starts."""
     from dlaopt.formulations.mapping.exact import solve_layer
 
     t0 = time.perf_counter()
+    limit = _capped(solve_options.time_limit, solve_options.deadline)
+    if limit is not None and limit <= 0:
+        return None
     warm: list[Mapping] = []
     warm_names: list[str] = []
     for h in options["warm_start"]:
-        m, _ = run_layer_heuristic(h, nest, arch, objective, options, solve_options.seed, None)
+        h_limit = None if limit is None else max(0.0, limit - (time.perf_counter() - t0))
+        m, _ = run_layer_heuristic(h, nest, arch, objective, options, solve_options.seed, h_limit)
         if m is not None:
             warm.append(m)
             warm_names.append(h)
     t_warm = time.perf_counter() - t0
-    left = None if solve_options.time_limit is None else max(0.1, solve_options.time_limit - t_warm)
+    left = None if limit is None else max(0.1, limit - t_warm)
     o = SolveOptions(time_limit=left, mip_rel_gap=solve_options.mip_rel_gap, threads=solve_options.threads,
                      seed=solve_options.seed, node_limit=solve_options.node_limit,
                      deterministic=solve_options.deterministic, extra=dict(solve_options.extra))
@@ -224,9 +266,17 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
     def run_heuristic(self, method: str, data: MappingData, options: SolveOptions) -> MappingSolution:
         per_limit = None if options.time_limit is None else options.time_limit / max(1, math.ceil(
             len(data.groups) / _workers(data)))
+        per_limit = _capped(per_limit, options.deadline)
+        if per_limit is not None and per_limit <= 0:
+            raise HeuristicFailure(NOT_STARTED_MESSAGE)
         args = [(method, n, data.arch, data.objective, data.options, options.seed, per_limit)
                 for n in data.representatives]
-        results = _map_layers(data, run_layer_heuristic, args)
+        results = _map_layers(data, run_layer_heuristic, args, options.deadline)
+        missing = [n for n, r in zip(data.representatives, results, strict=True) if r is None]
+        if missing:
+            raise HeuristicFailure(f"{NOT_STARTED_MESSAGE} or finished: {len(missing)} of {len(results)} layers "
+                                   f"not mapped ({', '.join(n.name for n in missing[:3])}"
+                                   f"{', ...' if len(missing) > 3 else ''})")
         sol = self._expand(data, [m for m, _ in results])
         for g, (_, secs) in zip(data.groups, results, strict=True):
             sol.per_layer[data.nests[g[0]].name] = {"time_s": secs}
@@ -241,7 +291,12 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         reps = data.representatives
         if method == "exhaustive":
             results = _map_layers(data, run_layer_exhaustive,
-                                  [(n, data.arch, data.objective, int(data.options["exhaustive_limit"])) for n in reps])
+                                  [(n, data.arch, data.objective, int(data.options["exhaustive_limit"])) for n in reps],
+                                  options.deadline)
+            unfinished = self._unfinished(reps, results)
+            if unfinished:
+                return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration", message=unfinished,
+                                    solve_time_s=time.perf_counter() - t0)
             if any(r["mapping"] is None for r in results):
                 msg = next((r["message"] for r in results if r["mapping"] is None), "")
                 return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration",
@@ -260,11 +315,16 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         per_layer_opts = SolveOptions(
             time_limit=options.time_limit, mip_rel_gap=options.mip_rel_gap,
             threads=1 if _workers(data) > 1 else options.threads, seed=options.seed, node_limit=options.node_limit,
-            deterministic=options.deterministic, extra=dict(options.extra))
+            deterministic=options.deterministic, extra=dict(options.extra), deadline=options.deadline)
         if options.time_limit is not None:
             per_layer_opts.time_limit = options.time_limit / max(1, math.ceil(len(reps) / _workers(data)))
         results = _map_layers(data, run_layer_exact,
-                              [(n, data.arch, data.objective, data.options, per_layer_opts, backend) for n in reps])
+                              [(n, data.arch, data.objective, data.options, per_layer_opts, backend) for n in reps],
+                              options.deadline)
+        unfinished = self._unfinished(reps, results)
+        if unfinished:
+            return ExactOutcome(None, Status.NO_SOLUTION, None, backend, message=unfinished,
+                                solve_time_s=time.perf_counter() - t0)
         mult = [len(g) for g in data.groups]
         if any(r["mapping"] is None for r in results):
             bad = next(n for n, r in zip(reps, results, strict=True) if r["mapping"] is None)
@@ -304,6 +364,15 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
                             warm_start=warm_start, objective_tolerance=MODEL_TOLERANCE,
                             solve_time_s=time.perf_counter() - t0,
                             model_stats=results[0]["model_stats"] if len(results) == 1 else None)
+
+    @staticmethod
+    def _unfinished(reps: list[LoopNest], results: list[Any]) -> str:
+        """The message of a run stopped by the total time limit ('' when every layer came back)."""
+        missing = [n.name for n, r in zip(reps, results, strict=True) if r is None]
+        if not missing:
+            return ""
+        return (f"{NOT_STARTED_MESSAGE} or finished: {len(missing)} of {len(reps)} layers not solved "
+                f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def reports(self, data: MappingData, solution: MappingSolution) -> dict[str, CostReport]:
