@@ -488,7 +488,7 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
     interruption is dropped (and the file rewritten without it, so appended lines start on a line of their own)."""
     if not path.is_file():
         return {}
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8", errors="replace")  # an undecodable byte spoils its line only
     out: dict[str, dict[str, Any]] = {}
     good: list[str] = []
     for line in text.splitlines():
@@ -496,7 +496,7 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # cut short, not JSON, or nested too deep to be a record: dropped
             continue
         if isinstance(rec, dict) and isinstance(rec.get("instance"), str) and isinstance(rec.get("method"), str):
             out[record_key(rec["instance"], rec["method"])] = rec

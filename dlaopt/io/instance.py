@@ -21,6 +21,14 @@ import yaml
 
 from dlaopt.errors import InputError
 from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray, Platform
+from dlaopt.io.document import (  # noqa: F401 - load_mapping, parse_document and read_text re-exported
+    MAX_NUMBER,
+    MAX_NUMBER_TEXT,
+    check_document,
+    load_mapping,
+    parse_document,
+    read_text,
+)
 from dlaopt.io.schema import instance_validator, validate_against
 from dlaopt.specs import problem_spec
 from dlaopt.workload import Operator, OpKind, Tensor, Workload
@@ -80,6 +88,7 @@ def instance_from_dict(doc: Mapping[str, Any], *, source: str | None = None) -> 
     if not isinstance(doc, Mapping):
         raise InputError(f"the instance is {type(doc).__name__}, not a mapping", file=source,
                          expected="a mapping with keys problem, workload, hardware, ...")
+    check_document(doc, file=source)  # the limits of every input file, for documents built in code or merged
     data = _plain(doc, strict=False)
     validate_against(instance_validator(), data, file=source)
     try:
@@ -138,6 +147,7 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
         raise InputError(f"problem '{problem}' does not take a {kind} workload", path=("workload",),
                          expected=" or ".join(_WORKLOAD_KINDS[k] for k in spec.workloads))
     hardware = _build_hardware(doc["hardware"])
+    _check_model_sizes(workload, hardware, doc)
     if isinstance(hardware, Platform) != (spec.hardware == "platform"):
         wants_platform = spec.hardware == "platform"
         raise InputError(f"problem '{problem}' runs on {'a platform' if wants_platform else 'one accelerator'}",
@@ -168,6 +178,44 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
     }
     return Instance(problem=problem, name=name, workload=workload, hardware=hardware, objective=objective,
                     options=options, source=source, document=_plain(document))
+
+
+def _check_model_sizes(workload: Workload | TaskGroup | InlineJobs, hardware: Accelerator | Platform,
+                       doc: Mapping[str, Any]) -> None:
+    """Sizes that pass the per-number limit of input files but whose products do not fit a model (a tensor of
+    2**60 bytes, an operator of 2**80 MACs, a scratchpad of 2**63 bytes) are bad input, located at the key that
+    produced them."""
+    limit = f"at most {MAX_NUMBER_TEXT}"
+    wdoc = doc["workload"]
+    if isinstance(workload, Workload):
+        tensor_index = {t["name"]: i for i, t in enumerate(wdoc.get("tensors", [])) if isinstance(t, Mapping)}
+        where: tuple[str | int, ...] = ("workload", "params") if "zoo" in wdoc else ("workload", "onnx") \
+            if "onnx" in wdoc else ("workload",)
+        for t in workload.tensors.values():
+            if t.size_bytes > MAX_NUMBER:
+                at = ("workload", "tensors", tensor_index[t.name], "shape") if t.name in tensor_index else where
+                raise InputError(f"tensor '{t.name}' of shape {list(t.shape)} has {t.size_bytes:.3g} bytes, too many "
+                                 "for a model", path=at, expected=f"tensors of {limit} bytes")
+        for i, op in enumerate(workload.operators):
+            if op.macs > MAX_NUMBER:
+                at = ("workload", "operators", i) if "operators" in wdoc else where
+                raise InputError(f"operator '{op.name}' has {op.macs:.3g} MACs, too many for a model", path=at,
+                                 expected=f"operators of {limit} MACs")
+    accelerators = hardware.accelerators if isinstance(hardware, Platform) else (hardware,)
+    hdoc = doc["hardware"]
+    for k, accel in enumerate(accelerators):
+        at = ("hardware", "params") if "preset" in hdoc or "platform" in hdoc else \
+            ("hardware", "accelerators", k) if "accelerators" in hdoc else ("hardware",)
+        for j, m in enumerate(accel.memories):
+            if m.capacity_bytes is not None and m.capacity_bytes * max(1, m.instances) > MAX_NUMBER:
+                mat = (*at, "memories", j) if at[-1] != "params" else at
+                raise InputError(f"memory '{m.name}' of accelerator '{accel.name}' holds {m.capacity_bytes:.3g} bytes"
+                                 f"{f' in each of {m.instances} instances' if m.instances > 1 else ''}, too many for "
+                                 "a model", path=mat, expected=f"capacities of {limit} bytes in all")
+        pes = accel.pe_array.num_pes
+        if pes * accel.pe_array.macs_per_pe_per_cycle > MAX_NUMBER:
+            raise InputError(f"accelerator '{accel.name}' has {pes:.3g} PEs, too many for a model", path=at,
+                             expected=f"{limit} MACs per cycle")
 
 
 _WORKLOAD_KINDS = {"graph": "{zoo, params} or an inline graph", "task": "a job group {task, group_size, seed}",
@@ -358,96 +406,6 @@ def _param_slug(key: str, value: Any) -> str:
 
 
 # ================================================================================================ files
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys in a mapping (plain YAML silently keeps the last one)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable key: the base constructor reports it
-            continue
-        if duplicate:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _yaml_error(exc: yaml.YAMLError, file: str) -> InputError:
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        what = exc.problem or "invalid YAML"
-        if exc.context:
-            what += f" ({exc.context})"
-        return InputError(f"YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {what}", file=file)
-    return InputError(f"YAML syntax error: {exc}", file=file)
-
-
-def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def read_text(path: str | Path) -> str:
-    """The text of ``path``; a missing, unreadable or non-text file is an :class:`InputError` naming the file."""
-    file = str(path)
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=file, expected="an existing YAML or JSON file") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", file=file, expected="a YAML or JSON file") from None
-    except PermissionError:
-        raise InputError("cannot read the file: permission denied", file=file) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not a UTF-8 text file (undecodable byte at offset {exc.start})", file=file,
-                         expected="a YAML or JSON file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", file=file) from None
-
-
-def parse_document(text: str, *, file: str, json_syntax: bool = False) -> Any:
-    """Parse YAML (or JSON when ``json_syntax``); syntax errors are :class:`InputError` with line and column."""
-    if json_syntax:
-        try:
-            return json.loads(text, object_pairs_hook=_json_pairs)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                             file=file) from None
-        except ValueError as exc:
-            raise InputError(f"JSON error: {exc}", file=file) from None
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise _yaml_error(exc, file) from None
-
-
-def load_mapping(path: str | Path, *, what: str) -> dict[str, Any]:
-    """Read and parse ``path`` (JSON by a ``.json`` suffix, else YAML); the top level must be a mapping."""
-    file = str(path)
-    text = read_text(path)
-    doc = parse_document(text, file=file, json_syntax=Path(path).suffix.lower() == ".json")
-    if doc is None:
-        raise InputError("the file is empty", file=file, expected=f"a mapping describing {what}")
-    if not isinstance(doc, Mapping):
-        kind = "a list" if isinstance(doc, list) else f"{type(doc).__name__} {doc!r}"
-        raise InputError(f"the top level is {kind}, not a mapping", file=file, expected=f"a mapping describing {what}")
-    return dict(doc)
-
-
 def _plain(value: Any, *, strict: bool = True) -> Any:
     """``value`` copied as plain JSON/YAML data (dicts, lists, str, int, float, bool, None).
 

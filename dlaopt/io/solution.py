@@ -20,7 +20,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from dlaopt.io.instance import load_mapping, save_mapping
+from dlaopt.io.document import load_mapping
+from dlaopt.io.instance import save_mapping
 from dlaopt.io.schema import SCHEMA_DIALECT, validate_against
 
 SOLUTION_ENVELOPE_KEYS: tuple[str, ...] = ("problem", "instance", "method", "objective", "objective_value", "solution")

@@ -98,6 +98,9 @@ class DesignPoints:
                             tech.area_um2(a([J]), a([K]), a([f_kb]), a([i_kb]), a([p_kb])) / 1e6)
 
 
+MAX_ARRAY_SIZES = 2048  # J (and K) values of the design-space grid (the default 16 mm² budget has 128)
+
+
 @dataclass(frozen=True)
 class DesignSpace:
     """The §4.2 grid. ``min_sram_kb`` is the smallest SRAM; the largest is the biggest power of two that fits the
@@ -123,6 +126,12 @@ class DesignSpace:
         sizes = [2 ** p for p in range(math.ceil(math.log2(self.min_sram_kb)), math.floor(math.log2(max_sram_kb)) + 1)
                  if 2 ** p in tech.sram_pj_per_bit]
         max_pe = math.floor((budget - 3 * min_sram_area) / tech.pe_um2)
+        steps = (max_pe // self.min_pe + 1 - self.min_pe) // self.pe_step + 1
+        if steps > MAX_ARRAY_SIZES:  # the J x K grid below is steps² values: bounded memory
+            raise InputError(f"the design space has {steps} array sizes per axis (area budget {self.area_budget_mm2} "
+                             f"mm², J and K from {self.min_pe} in steps of {self.pe_step}), more than the limit of "
+                             f"{MAX_ARRAY_SIZES}", path=("options", "design_space"),
+                             expected="a smaller area_budget_mm2, or a larger min_pe or pe_step")
         dims = np.arange(self.min_pe, max_pe // self.min_pe + 1, self.pe_step, dtype=np.float64)
         J, K = np.meshgrid(dims, dims, indexing="ij")
         keep = np.minimum(J, K) >= self.aspect_min * np.maximum(J, K)
