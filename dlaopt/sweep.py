@@ -26,7 +26,7 @@ A sweep is a YAML (or JSON) file, ``instances/sweeps/<name>.yaml`` for a named o
 Every (workload, grid point) is one instance and one **task**: :func:`run_task` prepares it once and runs all the
 sweep's methods on it through the solve-and-verify harness (the heuristics run once and warm-start the exact methods,
 as ``dlaopt compare`` and ``dlaopt bench`` do), returning one JSON record per method (the bench record format,
-:func:`dlaopt.bench.result_record`, plus ``workload``, ``point``, ``run_id``, ``worker`` and ``facts``). A task takes
+:func:`dlaopt.results.result_record`, plus ``workload``, ``point``, ``run_id``, ``worker`` and ``facts``). A task takes
 and returns plain JSON data and is a module-level function, so Dask workers import it from an installed dlaopt.
 
 :func:`run_sweep` submits the tasks to Dask (``engine='dask'``: a ``LocalCluster`` of ``workers`` single-threaded
@@ -61,39 +61,41 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dlaopt.bench import (
-    CSV_COLUMNS,
     METHODS_SCHEMA,
-    RESULTS_CSV,
-    RESULTS_JSON,
-    RESULTS_JSONL,
-    RESULTS_MD,
     SOLVE_SCHEMA,
-    append_records,
     available_files,
     check_methods,
     check_solve,
     config_digest,
-    csv_text,
     display_path,
+    instances_dir,
+    merge_documents,
+    resolve_instance_file,
+    resolve_named_file,
+    schema_validator,
+)
+from dlaopt.errors import InputError
+from dlaopt.results import (
+    CSV_COLUMNS,
+    RESULTS_CSV,
+    RESULTS_JSON,
+    RESULTS_JSONL,
+    RESULTS_MD,
+    append_records,
+    csv_text,
     environment,
     environment_markdown,
     fmt_gap,
     fmt_number,
     fmt_ratio,
-    instances_dir,
     json_safe,
     md_table,
-    merge_documents,
     open_results,
     record_key,
-    resolve_instance_file,
-    resolve_named_file,
-    schema_validator,
     seconds_text,
     total_seconds,
     with_ratios,
 )
-from dlaopt.errors import InputError
 from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, Deadline
 
 if TYPE_CHECKING:
@@ -406,8 +408,8 @@ def _facts(prepared: Any) -> dict[str, Any]:
 def _failed_records(spec: Mapping[str, Any], message: str, failure: str) -> list[dict[str, Any]]:
     """Status ``error`` records for every method of a task that failed as a whole (``failure``: ``task`` — an
     exception in it, kept; ``worker`` — it never came back, run again on resume)."""
-    from dlaopt.bench import result_record
     from dlaopt.harness import Result
+    from dlaopt.results import result_record
     from dlaopt.solvers.result import Status
 
     doc = spec["document"]
@@ -437,8 +439,9 @@ def run_task(spec: Mapping[str, Any], deadline: Deadline | None = None) -> list[
     import dataclasses
 
     from dlaopt import harness
-    from dlaopt.bench import restore_sigint, result_record, solve_options
+    from dlaopt.bench import restore_sigint, solve_options
     from dlaopt.io.instance import instance_from_dict
+    from dlaopt.results import result_record
 
     try:
         prepared = harness.prepare(instance_from_dict(spec["document"], source=spec.get("source")))

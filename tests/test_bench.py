@@ -15,9 +15,10 @@ from cli_helpers import assert_rejected_file
 from click.testing import CliRunner
 
 from dlaopt import bench, harness
-from dlaopt.bench import BenchEvent, load_suite, ratio_to_best, run_suite, update_readme
+from dlaopt.bench import BenchEvent, load_suite, run_suite, update_readme
 from dlaopt.cli import cli
 from dlaopt.errors import InputError
+from dlaopt.results import ratio_to_best
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "instances" / "suites"

@@ -20,7 +20,6 @@ import pytest
 import yaml
 from cli_helpers import ROOT, assert_bad_input, run_dlaopt
 
-from dlaopt.bench import read_records
 from dlaopt.errors import InputError, format_key_path
 from dlaopt.io.document import (
     MAX_DEPTH,
@@ -33,6 +32,7 @@ from dlaopt.io.document import (
     parse_document,
 )
 from dlaopt.io.instance import instance_from_dict
+from dlaopt.results import read_records
 
 TIME_BOUND_S = 2.0
 TINY = ROOT / "instances" / "pinning" / "tiny-inline.yaml"

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("solvers",),
     ("formulations",),
     ("harness",),
+    ("results",),
     ("plots",),
     ("bench",),
     ("pipeline",),

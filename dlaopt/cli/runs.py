@@ -117,7 +117,7 @@ def sweep(sweep_file: str, out_dir: Path | None, scheduler: str | None, workers:
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dlaopt.bench import fmt_number
+    from dlaopt.results import fmt_number
     from dlaopt.solvers.processes import interrupt_exit_code
     from dlaopt.sweep import DEFAULT_OUT_ROOT, SweepEvent, load_sweep, main_summary, run_sweep
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlaopt.bench import fmt_gap, fmt_number, md_table
 from dlaopt.pipeline import CompileOptions, CompileReport, compile_network, hardware_document, workload_document
 from dlaopt.pipeline.report import write_report
+from dlaopt.results import fmt_gap, fmt_number, md_table
 
 NETWORK = "resnet50"
 HARDWARE = ("smaug-nvdla", {"spad_kb": 256, "banks": 8})

@@ -4,7 +4,7 @@
 preset, every method, writing ``thesis_sweep.csv``, ``thesis_sweep.md`` (the Table 7.1 comparison) and
 ``thesis_sweep.png`` (transfers saved and speedup per network and size). The same table comes out of a sweep file
 with ``report: thesis-table`` (``dlaopt sweep instances/sweeps/thesis.yaml``, possibly on a Dask cluster): both paths
-turn the harness' records (:func:`dlaopt.bench.result_record`) into rows with :func:`thesis_rows` and write the files
+turn the harness' records (:func:`dlaopt.results.result_record`) into rows with :func:`thesis_rows` and write the files
 with :func:`write_thesis_report`, so the same records give byte-identical tables (which hold no times).
 
 ``run_pinning_benchmark``: ResNet-50 (batch 1, three 256 KB scratchpads) solved to proven optimality, and BERT-base
@@ -83,7 +83,7 @@ class SweepReport:
 def thesis_rows(label: str, kb: int, records: Sequence[Mapping[str, Any]], steps: int | None,
                 buffers: int | None) -> list[dict[str, Any]]:
     """The table rows of one (network, scratchpad size) instance from its methods' records (the JSON lines of
-    :func:`dlaopt.bench.result_record`: method, status, verified, objective, bound, gap, time_s, metrics)."""
+    :func:`dlaopt.results.result_record`: method, status, verified, objective, bound, gap, time_s, metrics)."""
     exact = next((r for r in records if r["method"] == "exact"), None)
     exact_obj = exact.get("objective") if exact is not None else None
     rows = []
@@ -134,7 +134,8 @@ def run_thesis_sweep(
     """Every network × size × method in this process (``instances/sweeps/thesis.yaml`` is the same sweep for
     ``dlaopt sweep``, which can spread it over a Dask cluster). ``threads`` and ``node_limit`` go to the exact
     solver (a node limit makes the exact results reproducible where the time limit would cut them)."""
-    from dlaopt.bench import result_record, solve_options
+    from dlaopt.bench import solve_options
+    from dlaopt.results import result_record
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dlaopt.bench import fmt_gap, fmt_number, md_table
 from dlaopt.io.instance import save_mapping
 from dlaopt.pipeline.compile import CompileReport
 from dlaopt.pipeline.stages import StageOutcome
+from dlaopt.results import fmt_gap, fmt_number, md_table
 
 _PLOTS = {"mapping": ("comparison", "layers"), "pinning": ("comparison", "transfers"),
           "bankmap": ("comparison", "copies"), "assignment": ("solution", "gantt")}
