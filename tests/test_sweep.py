@@ -154,9 +154,9 @@ def test_scheduler_address_of_an_existing_cluster(tmp_path: Path, small_local: A
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from distributed import LocalCluster
 
-    from dlaopt import sweep
+    from dlaopt.sweep import running
 
-    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 2.0)  # for the address where nothing listens
+    monkeypatch.setattr(running, "CONNECT_TIMEOUT_S", 2.0)  # for the address where nothing listens
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=50) as cluster:
