@@ -1,4 +1,4 @@
-"""ONNX import (``dlaopt.workload.onnx_import``, ``dlaopt import``, ``workload: {onnx: PATH}``).
+"""ONNX import (``dlaopt.io.onnx``, ``dlaopt import``, ``workload: {onnx: PATH}``).
 
 The models are built with ``onnx.helper`` in ``tests/onnx_models.py``. ResNet-50 and the BERT-base encoder must
 import to the zoo's networks: the same MAC totals, and the same conv / matmul loop dimensions in the same order
@@ -28,9 +28,9 @@ from dlaopt import harness
 from dlaopt.cli import cli
 from dlaopt.errors import InputError
 from dlaopt.io import instance_from_dict, load_instance
+from dlaopt.io.onnx import converters, dump_workload_yaml, import_onnx, import_onnx_document, workload_document
 from dlaopt.io.schema import SHIPPED_SCHEMA_PATH
-from dlaopt.workload import NetworkBuilder, OpKind, TensorRole, Workload, onnx_import
-from dlaopt.workload.onnx_import import dump_workload_yaml, import_onnx, import_onnx_document, workload_document
+from dlaopt.workload import NetworkBuilder, OpKind, TensorRole, Workload
 from dlaopt.zoo import ZOO
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,7 +316,7 @@ def test_shapes_are_cross_checked_with_onnx_inference(monkeypatch: pytest.Monkey
     model = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1] * 4)],
                    [("x", [1, 4, 8, 8])], ["y"], {"w": np.zeros((8, 4, 3, 3), dtype=np.float32)})
     assert import_onnx(model).tensors["conv.out"].shape == (1, 8, 8, 8)
-    monkeypatch.setattr(onnx_import, "_spatial_pads", lambda *args: (0, 0, 0, 0))  # a converter that loses the pads
+    monkeypatch.setattr(converters, "_spatial_pads", lambda *args: (0, 0, 0, 0))  # a converter that loses the pads
     err = import_error(model)
     assert "node 'conv' (Conv) output 'y': ONNX shape inference gives [1, 8, 8, 8] but dlaopt's conv2d gives " \
            "[1, 8, 6, 6]" in err.message

@@ -8,6 +8,7 @@ import itertools
 import json
 import math
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -372,7 +373,7 @@ def test_cli_compile_bad_input(tmp_path: Path, args: list[str], needle: str) -> 
 
 
 def test_compile_an_onnx_model() -> None:
-    from dlaopt.workload.onnx_import import import_onnx
+    from dlaopt.io.onnx import import_onnx
 
     model = ROOT / "instances/onnx/small-cnn.onnx"
     w = workload_document(str(model), {"batch": 1})

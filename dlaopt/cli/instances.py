@@ -204,7 +204,7 @@ def import_(model: str, output: Path | None, batch: int | None, dims: dict[str, 
     stderr. An unsupported operator or an unresolved dimension is bad input (exit 2), naming the node or the
     dimension.
     """
-    from dlaopt.workload.onnx_import import dump_workload_yaml, import_onnx, workload_document
+    from dlaopt.io.onnx import dump_workload_yaml, import_onnx, workload_document
     from dlaopt.workload.tensor import TensorRole
 
     for key, value in dims.items():

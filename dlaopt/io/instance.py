@@ -255,7 +255,7 @@ def _build_workload(wdoc: Mapping[str, Any], default_name: str | None,
 
 def _build_onnx_workload(wdoc: Mapping[str, Any], source: str | None) -> Workload:
     """``{onnx: PATH, batch, dims, name, dtype_bytes}``: PATH relative to the instance file's folder."""
-    from dlaopt.workload.onnx_import import import_onnx
+    from dlaopt.io.onnx import import_onnx
 
     written = str(wdoc["onnx"])
     path = Path(written)
