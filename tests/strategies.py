@@ -247,9 +247,14 @@ def bankmap_instances(draw: st.DrawFn) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------------- systolic
 @st.composite
-def systolic_instances(draw: st.DrawFn) -> dict[str, Any]:
+def systolic_instances(draw: st.DrawFn, *, codesign: bool | None = None, missing: str | None = None) -> dict[str, Any]:
     """Two or three tiny layers on a DeepOpt array of 2-8 x 2-8 PEs with unequal SRAMs of the technology table's
-    sizes (4 kB ones are too small for some schedules of some layers)."""
+    sizes (4 kB ones are too small for some schedules of some layers); some ``params`` left out or none at all (the
+    preset's defaults: 32 x 64 PEs, 16 / 32 / 8 kB, over small area budgets). Half the instances co-design the
+    hardware on a small area budget (1 to a few hundred design points; 0.9 mm² holds only the 8 x 8, 4 / 4 / 4 kB
+    point, where some schedules cannot run some layers), so that a heuristic must pick a point of the design space
+    rather than return the instance's hardware. ``codesign`` and ``missing`` (``"none"``, ``"some"`` or ``"all"``
+    params left out) pin those choices."""
     c, hw = draw(st.integers(1, 8)), draw(st.sampled_from([4, 8, 16]))
     k1, k2 = draw(st.integers(1, 16)), draw(st.integers(1, 16))
     r = draw(st.sampled_from([1, 3]))
@@ -273,7 +278,17 @@ def systolic_instances(draw: st.DrawFn) -> dict[str, Any]:
     sizes = st.sampled_from([4, 8, 16, 32])
     params = {"rows": draw(st.sampled_from([2, 4, 8])), "cols": draw(st.sampled_from([2, 4, 8])),
               "filter_kb": draw(sizes), "ifmap_kb": draw(sizes), "psum_kb": draw(sizes)}
+    hardware: dict[str, Any] = {"preset": "deepopt", "params": params}
+    missing = missing or draw(st.sampled_from(["none", "some", "all"]))
+    if missing == "some":  # the preset's defaults fill the rest
+        for key in draw(st.sets(st.sampled_from(sorted(params)), min_size=1, max_size=len(params) - 1)):
+            del params[key]
+    elif missing == "all":
+        del hardware["params"]
     options: dict[str, Any] = {"fc_batch": draw(st.sampled_from([1, 4]))}
+    if draw(st.booleans()) if codesign is None else codesign:
+        options["codesign"] = True
+        options["design_space"] = {"area_budget_mm2": draw(st.sampled_from([0.9, 1.0, 1.2, 2.0]))}
     if draw(st.booleans()):
         options["max_schedules"] = draw(st.integers(1, 2))
     if draw(st.booleans()):
@@ -283,7 +298,7 @@ def systolic_instances(draw: st.DrawFn) -> dict[str, Any]:
         "problem": "systolic",
         "name": "gen-systolic",
         "workload": {"name": "gen", "dtype_bytes": 1, "tensors": tensors, "operators": ops},
-        "hardware": {"preset": "deepopt", "params": params},
+        "hardware": hardware,
         "objective": draw(st.sampled_from(["ed", "energy", "delay", "network_ed"])),
         "options": options,
     }

@@ -1,7 +1,8 @@
 """Every heuristic of every problem is valid on every hardware shape the schema accepts.
 
 Generated instances (``tests/strategies.py``: one to four scratchpads / banks / sub-accelerators, unequal and tiny
-capacities, every access mode, small workloads) go through the loader and the solve-and-verify harness exactly as
+capacities, every access mode, small workloads; systolic arrays with params left out to the preset's defaults, with
+and without hardware co-design) go through the loader and the solve-and-verify harness exactly as
 ``dlaopt compare`` runs them. Each heuristic must return a plan the independent evaluator accepts (``feasible``,
 verified), or ``no_solution`` with a reason; the instance may be ``infeasible`` with a reason (then no method can
 solve it). Never ``error``, never an exception. The exact methods, run with node / deterministic limits only (wall-clock
@@ -17,7 +18,7 @@ import math
 
 import pytest
 from hypothesis import given, settings
-from strategies import INSTANCES
+from strategies import INSTANCES, systolic_instances
 
 from dlaopt.errors import InputError
 from dlaopt.harness import Prepared, prepare, solve
@@ -75,6 +76,14 @@ EXAMPLES = {"pinning": 20, "mapping": 3, "multiaccel": 4, "bankmap": 8, "systoli
 def test_every_heuristic_valid_on_every_hardware_shape(problem: str) -> None:
     n = settings.default.max_examples * EXAMPLES[problem]
     settings(max_examples=n)(given(doc=INSTANCES[problem]())(check_every_method))()
+
+
+@pytest.mark.parametrize("missing", ["some", "all"])
+def test_systolic_codesign_without_the_instance_hardware(missing: str) -> None:
+    # Co-design where the preset's defaults fill the left-out params (32 x 64 PEs, 16 / 32 / 8 kB: over every small
+    # area budget). The heuristics must pick a point of the design space, or say why none runs their schedule.
+    n = settings.default.max_examples * 2
+    settings(max_examples=n)(given(doc=systolic_instances(codesign=True, missing=missing))(check_every_method))()
 
 
 # ------------------------------------------------------------------------------------------ the naive baseline

@@ -4,7 +4,8 @@ Hypothesis takes a small shipped instance, changes one value anywhere in it (del
 scales a number by 1e30, negates it, nests it in a list or mapping, or sets a number to a boundary value such as 0 or
 the largest accepted magnitude), writes it out and runs ``dlaopt solve --method <fast heuristic>`` in process (the
 same code path as the command line). The run must exit 2 with one located ``error:`` line, or exit 0 with a result
-whose status is a solver status and which verified whenever it claims a solution. Each example has a time bound.
+whose status is a solver status other than ``error`` (a plan the evaluator rejected), which verified whenever it claims
+a solution and gives a reason whenever it does not. Each example has a time bound.
 
 Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (the default: derandomized, a modest number of examples) and ``dev``.
 """
@@ -24,7 +25,7 @@ import pytest
 import yaml
 from cli_helpers import ROOT, run_dlaopt
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dlaopt.cli import cli
@@ -45,7 +46,9 @@ INSTANCES = [
     "onnx/small-cnn-smaug.yaml",
 ]
 EXAMPLE_TIME_LIMIT_S = 20.0  # a hang fails the example instead of the whole run
-SOLVER_STATUSES = {"optimal", "feasible", "infeasible", "no_solution", "error"}
+# Never "error": that is a plan the evaluator rejected (every heuristic returns an accepted plan or no_solution with
+# a reason).
+SOLVER_STATUSES = {"optimal", "feasible", "infeasible", "no_solution"}
 MUTATIONS = ("delete", "retype", "scale", "negate", "nest", "boundary")
 OTHER_TYPES: list[Any] = ["text", 7, 2.5, True, None, [], {}, [1, 2], {"k": 1}]
 BOUNDARY_NUMBERS: list[Any] = [0, -1, 1, 0.5, 1e-300, MAX_NUMBER, MAX_NUMBER - 1, -MAX_NUMBER]
@@ -135,12 +138,32 @@ def check_run(exit_code: int, stdout: str, stderr: str, what: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), f"{what}\n{stderr}"
         return
     result = json.loads(stdout)
-    assert result["status"] in SOLVER_STATUSES, f"{what}: {result['status']}"
+    assert result["status"] in SOLVER_STATUSES, f"{what}: {result['status']}: {result.get('message')}"
     if result["status"] in ("optimal", "feasible"):
         assert result["verified"] is True, f"{what}: not verified: {result.get('verification')}"
+    else:
+        assert result.get("message"), f"{what}: {result['status']} without a reason"
+
+
+def known_case(rel: str, path: tuple[Any, ...], kind: str, choice: int = 0) -> tuple[Any, ...]:
+    """A mutation that once broke the rule, run on every test run (as a hypothesis ``example``)."""
+    return rel, DOCS[rel]["problem"], path, kind, mutate(DOCS[rel], path, kind, choice)
+
+
+# Co-design with the instance's array / SRAM sizes gone: the preset's defaults lie outside the design space (over the
+# area budget), which a fixed-schedule heuristic once returned as its design -> rejected -> status "error".
+KNOWN_CASES = [known_case("systolic/tiny-codesign.yaml", ("hardware", "params", *key), "delete")
+               for key in (("rows",), ("cols",), ("filter_kb",), ())]
+
+
+def _with_known_cases(test: Any) -> Any:
+    for case in KNOWN_CASES:
+        test = example(case=case, as_json=False)(test)
+    return test
 
 
 @settings(max_examples=250)
+@_with_known_cases
 @given(case=mutated_instances(), as_json=st.booleans())
 def test_mutated_instance_is_bad_input_or_verified(tmp_path_factory: pytest.TempPathFactory,
                                                    case: tuple[str, str, tuple[Any, ...], str, dict[str, Any]],

@@ -157,3 +157,80 @@ def test_area_budget_too_small_is_a_located_error() -> None:
     with pytest.raises(InputError) as exc:
         harness.prepare(instance_from_dict(tiny_doc(design_space={"area_budget_mm2": 0.01})))
     assert exc.value.path == ("options", "design_space") and "0.01 mm²" in exc.value.message
+
+
+# ------------------------------------------------------------------- co-design heuristics pick a design point
+HEURISTICS = ["los", "fixed-xyzizo", "fixed-xziyzo", "fixed-xyzozi", "fixed-xzoyzi", "fixed-zixyzo"]
+GOOGLENET_CODESIGN = ROOT / "instances" / "systolic" / "googlenet-codesign.yaml"
+
+
+def without_hardware_params(doc: dict, keys: tuple[str, ...]) -> dict:
+    """``keys`` of ``hardware.params`` deleted (all of ``params`` when empty): the preset's defaults fill them."""
+    if keys:
+        for key in keys:
+            del doc["hardware"]["params"][key]
+    else:
+        doc["hardware"].pop("params", None)
+    return doc
+
+
+def assert_verified_or_reasoned(r: harness.Result) -> None:
+    assert r.status in (Status.FEASIBLE, Status.NO_SOLUTION), (r.method, r.status, r.message)
+    if r.status == Status.FEASIBLE:
+        assert r.verified and r.solution is not None, (r.method, r.message)
+    else:
+        assert r.message, f"{r.method}: no_solution without a reason"
+
+
+@pytest.mark.parametrize("keys", [("rows",), ("cols",), ("filter_kb",), ()],
+                         ids=["rows", "cols", "filter_kb", "params"])
+def test_codesign_heuristics_without_hardware_params(keys: tuple[str, ...]) -> None:
+    # The preset's defaults (32 x 64 PEs, 16 / 32 / 8 kB SRAMs) lie outside the 1.2 mm² design space; under co-design
+    # the instance's sizes are no candidate, so every heuristic picks the best design point for its schedules, the
+    # same one whatever params the instance gives.
+    reference = harness.prepare(instance_from_dict(tiny_doc()))
+    p = harness.prepare(instance_from_dict(without_hardware_params(tiny_doc(), keys)))
+    exact = harness.solve(p, "exact", options=DET)
+    assert exact.status == Status.OPTIMAL and exact.verified
+    for name in HEURISTICS:
+        r = harness.solve(p, name, options=DET)
+        assert_verified_or_reasoned(r)
+        assert r.status == Status.FEASIBLE, (name, r.message)  # every schedule runs on some point of this space
+        assert exact.objective <= r.objective * (1 + 1e-12), name
+        same = harness.solve(reference, name, options=DET)
+        assert same.status == Status.FEASIBLE and same.objective == pytest.approx(r.objective, rel=1e-12), name
+    # LOS over the design space (at most two schedules) is the seed's sweep: the optimum
+    assert harness.solve(p, "los", options=DET).objective == pytest.approx(exact.objective, rel=1e-12)
+
+
+def test_codesign_fixed_schedule_no_design_point_is_no_solution_with_a_reason() -> None:
+    # 256 input channels: ZiXYZo needs R·S·C·F_uv·b_f = 3·3·256·8·8 bits = 18 kB of filter SRAM, and the 0.9 mm²
+    # budget holds only the 8 x 8, 4 / 4 / 4 kB point: unbounded delay, so no E·D.
+    doc = without_hardware_params(tiny_doc(design_space={"area_budget_mm2": 0.9}), ())
+    tensors = {t["name"]: t for t in doc["workload"]["tensors"]}
+    tensors["x"]["shape"] = [1, 256, 12, 12]
+    tensors["w1"]["shape"] = [16, 256, 3, 3]
+    p = harness.prepare(instance_from_dict(doc))
+    results = {name: harness.solve(p, name, options=DET) for name in HEURISTICS}
+    for r in results.values():
+        assert_verified_or_reasoned(r)
+    r = results["fixed-zixyzo"]
+    assert r.status == Status.NO_SOLUTION and "unbounded delay" in r.message and "0.9 mm²" in r.message
+    assert results["los"].status == Status.FEASIBLE
+    assert results["los"].solution_document()["solution"]["hardware"] == {"J": 8, "K": 8, "f_kb": 4, "i_kb": 4,
+                                                                          "p_kb": 4}
+
+
+@pytest.mark.slow
+def test_googlenet_codesign_heuristics_on_the_default_hardware() -> None:
+    # The shipped instance names no params: the preset's default (seed 003 Table 3's 32 x 64 array, 17.03 mm²) is
+    # over the 16 mm² budget. LOS over the design space is the seed's §4.2 sweep: Table 4's E·D point.
+    p = harness.prepare(instance_from_dict(yaml.safe_load(GOOGLENET_CODESIGN.read_text())))
+    for name in HEURISTICS:
+        r = harness.solve(p, name, options=DET)
+        assert_verified_or_reasoned(r)
+        assert r.status == Status.FEASIBLE, (name, r.message)
+        assert r.metrics["area_mm2"] <= 16.0
+        if name == "los":
+            assert r.solution_document()["solution"]["hardware"] == {"J": 48, "K": 32, "f_kb": 32, "i_kb": 64,
+                                                                      "p_kb": 32}

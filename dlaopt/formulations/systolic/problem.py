@@ -5,9 +5,11 @@ Without ``codesign`` the hardware is the instance's; with it, any point of the d
 every layer's energy and delay from the layer shapes with the cost model (:mod:`.network` over the schedule modules)
 and checks the point, the schedules and the schedule limit; no solver model is involved.
 
-Methods: ``los`` (each layer's best schedule on the instance's hardware — the seed's LOS), ``fixed-<schedule>``
-(every layer one schedule: the seed's FS), ``exhaustive`` (every design point, vectorised) and ``exact`` (the MILP
-of :mod:`.codesign` for the per-layer-sum figures; the weighted-sum sweep for ``network_ed``).
+Methods: ``los`` (each layer's best schedule — the seed's LOS), ``fixed-<schedule>`` (every layer one schedule: the
+seed's FS), ``exhaustive`` (every design point, vectorised) and ``exact`` (the MILP of :mod:`.codesign` for the
+per-layer-sum figures; the weighted-sum sweep for ``network_ed``). The heuristics run on the instance's hardware, or,
+when co-designing, on the best design point for their schedules (the instance's array and SRAM sizes are then not a
+candidate unless they lie in the design space: they may exceed the area budget).
 """
 
 from __future__ import annotations
@@ -59,10 +61,11 @@ class SystolicData:
     def points(self) -> DesignPoints:
         return self.space.points(self.tech) if self.space is not None else self.base
 
-    def table(self, points: DesignPoints) -> CostTable:
+    def table(self, points: DesignPoints, schedules: tuple[str, ...] | None = None) -> CostTable:
+        """Every layer under every allowed schedule (or only ``schedules``) on every point."""
         hw = points.hardware(b_f=self.bits.b_f, b_i=self.bits.b_i, b_p=self.bits.b_p, b_o=self.bits.b_o,
                              dram_bw=self.bits.dram_bw, dram_block=128)
-        return cost_table(self.layers, hw, self.tech, schedules=self.schedules,
+        return cost_table(self.layers, hw, self.tech, schedules=self.schedules if schedules is None else schedules,
                           reference_fc_compute=bool(self.options["reference_fc_compute"]))
 
 
@@ -103,8 +106,10 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
     objectives = opts.OBJECTIVES
     options_schema = opts.OPTIONS_SCHEMA
     methods = (
-        Method("los", "heuristic", "Each layer's best schedule on the instance's hardware (seed 003 LOS)"),
-        *(Method(f"fixed-{s.lower()}", "heuristic", f"Every layer scheduled {s} (seed 003 FS)")
+        Method("los", "heuristic", "Each layer's best schedule on the instance's hardware, or on the best design "
+               "point when co-designing (seed 003 LOS)"),
+        *(Method(f"fixed-{s.lower()}", "heuristic", f"Every layer scheduled {s}, on the best design point for it "
+                 "when co-designing (seed 003 FS)")
           for s in opts.SCHEDULE_NAMES),
         Method("exact", "exact", "MILP over design points x schedules (weighted-sum sweep for network_ed)", "highs"),
         Method("exhaustive", "exact", "Every design point evaluated, vectorised (the seed's sweep)"),
@@ -156,32 +161,56 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
                                                                                        strict=True)})
 
     def run_heuristic(self, method: str, data: SystolicData, options: SolveOptions) -> SystolicSolution:
-        table = data.table(data.base)
+        # The candidate hardware: the instance's, or, when co-designing, every point of the design space — the
+        # instance's array and SRAM sizes (e.g. the preset's defaults) may lie outside it, over the area budget.
+        points = data.points()
+        where = "on this hardware" if data.space is None else (
+            f"on any design point within the {data.space.area_budget_mm2:g} mm² budget")
         fom = _figure(data.objective)
         if method == "los":
+            table = data.table(points)
             if data.objective == codesign.NETWORK_ED:  # the best choice within every allowed schedule subset
-                answers = [codesign.network_ed(table, data.base.area_mm2, allowed=subset)
+                answers = [codesign.network_ed(table, points.area_mm2, allowed=subset)
                            for subset in codesign.schedule_subsets(len(data.schedules), data.options["max_schedules"])]
                 ans = min(answers, key=lambda a: a.value)
                 if ans.status != Status.OPTIMAL:
-                    raise HeuristicFailure("no schedule choice has a finite delay on this hardware")
-                return self._solution(data, data.base, 0, ans.choice)
+                    raise HeuristicFailure(f"no schedule choice has a finite delay {where}")
+                return self._solution(data, points, ans.point, ans.choice)
             value, choice = codesign.restricted_los(table.figure(fom), data.options["max_schedules"])
-            if not np.isfinite(value[0]):
-                raise HeuristicFailure("some layer has no allowed schedule that can run on this hardware")
-            return self._solution(data, data.base, 0, choice[:, 0])
+            h = codesign.best_index(value, points.area_mm2)
+            if not np.isfinite(value[h]):
+                raise HeuristicFailure(f"some layer has no allowed schedule that can run {where}")
+            return self._solution(data, points, h, choice[:, h])
         name = next((s for s in data.schedules if f"fixed-{s.lower()}" == method), None)
         if name is None:
             raise HeuristicFailure(f"schedule of '{method}' is not among the allowed schedules")
-        si = data.schedules.index(name)
-        bad = np.flatnonzero(~np.isfinite(table.figure(fom)[:, si, 0]))
-        if bad.size:
-            layer = data.layers[int(bad[0])].name
-            if np.isfinite(table.energy[bad[0], si, 0]):
-                raise HeuristicFailure(f"{name} has an unbounded delay on layer {layer}: the filter SRAM cannot hold "
-                                       "R·S·C·F_uv filter data (seed 003 Table 3, footnote 1)")
-            raise HeuristicFailure(f"layer {layer} cannot run {name} on this hardware (an SRAM is below its minimum)")
-        return self._solution(data, data.base, 0, np.full(len(data.layers), si))
+        table = data.table(points, (name,))
+        E, D = table.energy[:, 0, :], table.delay[:, 0, :]
+        if data.objective == codesign.NETWORK_ED:
+            with np.errstate(invalid="ignore"):
+                value = E.sum(axis=0) * D.sum(axis=0)
+            value = np.where(np.isnan(value), np.inf, value)
+        else:
+            value = table.figure(fom)[:, 0, :].sum(axis=0)
+        h = codesign.best_index(value, points.area_mm2)
+        if not np.isfinite(value[h]):
+            raise HeuristicFailure(self._fixed_failure(data, name, E, D, where))
+        return self._solution(data, points, h, np.full(len(data.layers), data.schedules.index(name)))
+
+    @staticmethod
+    def _fixed_failure(data: SystolicData, name: str, E: np.ndarray, D: np.ndarray, where: str) -> str:
+        """Why no candidate point runs every layer with ``name`` at a finite figure (``E``, ``D``: ``[l, h]``)."""
+        runs = np.isfinite(E).all(axis=0)  # points where every layer runs (then some delay is unbounded)
+        if runs.any():
+            layer = data.layers[int(np.flatnonzero(~np.isfinite(D[:, int(np.argmax(runs))]))[0])].name
+            which = (f"layer {layer} {where}" if data.space is None else f"some layer (e.g. {layer}) on every design "
+                     f"point within the {data.space.area_budget_mm2:g} mm² budget that runs all layers")
+            return (f"{name} has an unbounded delay on {which}: the filter SRAM cannot hold R·S·C·F_uv filter data "
+                    "(seed 003 Table 3, footnote 1)")
+        never = np.flatnonzero(~np.isfinite(E).any(axis=1))
+        if never.size:
+            return f"layer {data.layers[int(never[0])].name} cannot run {name} {where} (an SRAM is below its minimum)"
+        return f"no design point runs every layer with {name} (on each, an SRAM is below its minimum for some layer)"
 
     def build_milp(self, data: SystolicData) -> MilpFormulation[SystolicSolution]:
         raise NotImplementedError("the systolic problem uses its own exact driver (solve_exact)")
