@@ -383,3 +383,102 @@ def test_compile_an_onnx_model() -> None:
                                                                                            "depthwise_conv2d")]
     assert [f.layer for f in rep.layers] == layers
     assert all(r.verified for s in rep.stages for r in s.results)
+
+
+# ============================================================================================ total time limit
+def _limited(**kw) -> CompileOptions:
+    """_options with a total time limit whose deadline a test moves (``opts.deadline = ...``) to expire at a chosen
+    point: compile_network keeps a deadline the caller set."""
+    return _options(total_time_limit=60.0, deadline=time.monotonic() + 60.0, **kw)
+
+
+def _lenet_platform():
+    return (workload_document("lenet5"), hardware_document("smaug-nvdla", {"spad_kb": 8, "banks": 4}),
+            hardware_document("magma-s1", {"system_bandwidth_gbps": 1}, platform=True))
+
+
+def test_total_time_limit_after_a_stage_writes_what_finished(tmp_path: Path) -> None:
+    """The deadline expires once the mapping stage is done: no exception, the report is written with the mapping
+    stage and its files, every later stage is listed as not run, and there are no end-to-end figures."""
+    from dlaopt.pipeline.compile import NOT_RUN
+
+    opts = _limited(tenants=2)
+
+    def expire_after_mapping(stage, event, outcome):
+        if (stage, event) == ("mapping", "done"):
+            opts.deadline = time.monotonic()
+
+    opts.progress = expire_after_mapping
+    rep = compile_network(*_lenet_platform(), opts)
+    assert [s.name for s in rep.stages] == ["mapping"] and rep.stage("mapping").status == "done"
+    assert not rep.complete and rep.end_to_end == {}
+    assert [(n["stage"], n["status"]) for n in rep.not_run] == [
+        ("pinning", NOT_RUN), ("bankmap", NOT_RUN), ("assignment", NOT_RUN)]
+    assert NOT_RUN == "not run: total time limit reached before it started"
+    paths = write_report(rep, tmp_path, plots=False)
+    doc = json.loads(paths["json"].read_text())
+    assert doc["complete"] is False and doc["end_to_end"] == {}
+    assert [s["stage"] for s in doc["stage_status"]] == ["mapping", "pinning", "bankmap", "assignment"]
+    assert doc["stage_status"][1]["status"] == NOT_RUN
+    md = paths["markdown"].read_text()
+    assert "**Incomplete**" in md and "Not computed" in md and md.count(NOT_RUN) >= 6  # table + sections
+    assert "Stage 4: assignment" in md
+    assert sorted(p.name for p in (tmp_path / "stages").iterdir()) == ["mapping-solution.yaml", "mapping.yaml"]
+    ev = verify(load_instance(tmp_path / "stages/mapping.yaml"),
+                load_mapping(tmp_path / "stages/mapping-solution.yaml", what="solution"))
+    assert ev.feasible and ev.objective == pytest.approx(rep.stage("mapping").chosen.objective, rel=1e-9)
+
+
+def test_a_stage_cut_short_by_the_total_time_limit_hands_on_its_verified_best(monkeypatch) -> None:
+    """The deadline expires inside the pinning stage, after its greedy heuristic: the exact method is not started,
+    the stage hands on the verified greedy solution and says it was cut short; the stages after it are not run.
+    (A stage reads the deadline when it starts: it is set to 1.5 s ahead then, and greedy waits for it.)"""
+    import dlaopt.pipeline.stages as stages_module
+    from dlaopt.solvers.processes import NOT_STARTED_MESSAGE
+
+    opts = _limited()
+    real_solve = stages_module.solve
+
+    def expire_in_pinning(stage, event, outcome):
+        if (stage, event) == ("pinning", "start"):
+            opts.deadline = time.monotonic() + 1.5
+
+    def solve(prepared, method, **kw):
+        res = real_solve(prepared, method, **kw)
+        if prepared.problem.name == "pinning" and method == "greedy":
+            time.sleep(max(0.0, kw["options"].deadline - time.monotonic()))
+        return res
+
+    opts.progress = expire_in_pinning
+    monkeypatch.setattr(stages_module, "solve", solve)
+    w, h, _ = _lenet_platform()
+    rep = compile_network(w, h, None, opts)
+    pin = rep.stage("pinning")
+    assert [s.name for s in rep.stages] == ["mapping", "pinning"]
+    assert pin.cut_short and "not started: exact" in pin.status
+    assert pin.chosen.method == "greedy" and pin.chosen.verified
+    assert pin.result("exact").message == NOT_STARTED_MESSAGE
+    assert [n["stage"] for n in rep.not_run] == ["bankmap"] and not rep.complete
+
+
+def test_a_deadline_already_passed_runs_nothing_and_still_reports(tmp_path: Path) -> None:
+    from dlaopt.pipeline.compile import NOT_RUN
+
+    w, h, _ = _lenet_platform()
+    rep = compile_network(w, h, None, _options(total_time_limit=1.0, deadline=time.monotonic()))
+    assert rep.stages == [] and [n["status"] for n in rep.not_run] == [NOT_RUN] * 3
+    paths = write_report(rep, tmp_path)
+    assert json.loads(paths["json"].read_text())["complete"] is False
+    assert "Stage 1: mapping" in paths["markdown"].read_text()
+
+
+def test_a_failure_that_is_not_the_limit_still_stops_the_pipeline(monkeypatch) -> None:
+    from dlaopt.formulations.base import Evaluation
+    from dlaopt.formulations.pinning.problem import PinningProblem
+
+    monkeypatch.setattr(PinningProblem, "evaluate", lambda self, data, sol: Evaluation(False, None, ["injected"]))
+    w = workload_document("minerva")
+    h = hardware_document("smaug-nvdla", {"spad_kb": 64})
+    with pytest.raises(StageFailed, match="stage 'pinning' failed") as e:
+        compile_network(w, h, None, _limited())
+    assert not e.value.total_time_limit

@@ -204,9 +204,19 @@ def compile_(workload: str, hardware: str, platform: str | None, params: dict[st
              total_time_limit: float | None, no_plots: bool, as_json: bool, quiet: bool) -> None:
     """Compile WORKLOAD (a zoo name, .onnx model, workload or instance file): mapping -> tensor pinning -> bank
     mapping -> (with --platform) job assignment, every stage verified; writes report.md, report.json, each stage's
-    instance and solution (re-check with `dlaopt verify`) and plots. With --total-time-limit every solve gets at
-    most the time left and the methods it leaves out are `no_solution`; a stage that is then left without a verified
-    solution, or not started, stops the pipeline (exit code 1, the message names the stage)."""
+    instance and solution (re-check with `dlaopt verify`) and plots.
+
+    With --total-time-limit the command returns by then with what it has, exit code 0: every solve gets at most
+    the time left, and the report is written all the same. A stage cut short inside (methods not started, mapping
+    layers completed by a heuristic) still hands on its verified solution and its status says so; a stage not
+    started, or left without a verified solution, by the limit is listed as not run (or not finished) with the
+    stages after it, and the end-to-end figures are left out. Scripts check report.json's `complete` (false then)
+    or stdout's `incomplete:` line. No plot is started once the limit has passed. Exit code 1 when a stage fails
+    for any other reason (the message names it), 2 for bad input.
+    """
+    import time
+
+    started = time.monotonic()  # the total time limit counts from here, input loading included
     from dlaopt.pipeline import (
         DEFAULT_METHODS,
         CompileOptions,
@@ -228,35 +238,48 @@ def compile_(workload: str, hardware: str, platform: str | None, params: dict[st
             return
         if event == "start":
             err.print(f"{stage} ...")
+        elif event == "stopped":
+            err.print(f"  {stage}: {outcome['status']}")
         else:
             err.print(f"  {stage}: {outcome.chosen.method} {fmt(outcome.chosen.objective)} "
-                      f"({outcome.chosen.status.value}, verified) in {outcome.time_s:.1f} s")
+                      f"({outcome.chosen.status.value}, verified) in {outcome.time_s:.1f} s"
+                      + (f"; {outcome.status}" if outcome.cut_short else ""))
 
     wdoc = workload_document(workload, params)
     hdoc = hardware_document(hardware, hw_params)
     pdoc = hardware_document(platform, platform_params, platform=True) if platform else None
     opts = CompileOptions(mapping_objective=mapping_objective, methods={**DEFAULT_METHODS, **methods},
                           time_limit=time_limit, seed=seed, threads=threads, tenants=tenants, progress=progress,
-                          total_time_limit=total_time_limit)
+                          total_time_limit=total_time_limit,
+                          deadline=None if total_time_limit is None else started + total_time_limit)
     try:
         report = compile_network(wdoc, hdoc, pdoc, opts)
     except StageFailed as exc:
         click.echo(f"error: {exc}", err=True)
         raise click.exceptions.Exit(EXIT_REJECTED) from None
     folder = out_dir or Path(f"compile-{report.network}")
-    paths = write_report(report, folder, plots=not no_plots)
+    paths = write_report(report, folder, plots=not no_plots, deadline=opts.deadline)
     if as_json:
         echo_json(json.loads(paths["json"].read_text()))
         return
     e = report.end_to_end
     out = console()
+    if not report.complete:
+        out.print(f"{report.network}: incomplete: the total time limit ({total_time_limit:g} s) stopped the pipeline: "
+                  + "; ".join(f"{s['stage']} {s['status']}" for s in report.statuses()))
+        out.print(f"report: {paths['markdown']} (and report.json, stages/ of the finished stages)")
+        return
     out.print(f"{report.network}: {fmt(e['cycles'])} cycles ({e['latency_s'] * 1e3:.4g} ms), "
               f"{e['energy_pj'] * 1e-9:.4g} mJ, {fmt(e['transfer_bytes'])} B to/from main memory")
     if "platform" in e:
         p = e["platform"]
         out.print(f"platform: {p['tenants']} requests in {p['makespan_s'] * 1e3:.4g} ms "
                   f"({p['requests_per_s']:.4g} requests/s)")
-    out.print(f"report: {paths['markdown']} (and report.json, stages/, plots/)")
+    for s in report.stages:
+        if s.cut_short:
+            out.print(f"{s.name}: {s.status}")
+    plots = ", plots/" if (paths["folder"] / "plots").is_dir() else ""
+    out.print(f"report: {paths['markdown']} (and report.json, stages/{plots})")
 
 
 

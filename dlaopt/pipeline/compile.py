@@ -22,6 +22,14 @@ copies (on-chip copy bytes over the scratchpad bandwidth, off-chip copy bytes ov
 mapped layers' on-chip energy + main-memory energy of the pinning transfers and the off-chip copies + on-chip copy
 energy. Non-MAC operators count cycles (vector lanes) but no energy. On a platform: the makespan of the requests,
 their throughput and the energy of every job on the sub-accelerator it was assigned to.
+
+With a total time limit (``CompileOptions.total_time_limit``, or a ``deadline`` set by the caller) the pipeline
+returns by then with what it has: a stage that would start after it is not run, a stage left without a verified
+solution by it is not finished, and every stage after them is not run (each listed in
+:attr:`CompileReport.not_run` with its status, e.g. ``not run: total time limit reached before it started``); a
+stage cut short inside (methods not started, mapping layers completed by a heuristic) hands on its verified solution
+and says so in its status. The end-to-end figures need every stage: an incomplete report has none and says why.
+Failures that are not caused by the limit raise :class:`StageFailed` as without it.
 """
 
 from __future__ import annotations
@@ -59,6 +67,11 @@ DEFAULT_METHODS: dict[str, tuple[str, ...]] = {
     "assignment": ("herald", "ai-mt", "lpt", "magma", "exact"),
 }
 STAGES = tuple(DEFAULT_METHODS)
+STAGE_TITLES = {"mapping": "Tiling and loop order of every layer", "pinning": "Tensor pinning across the schedule",
+                "bankmap": "Bank layouts of what stays on chip",
+                "assignment": "Assignment of the requests to the sub-accelerators"}
+NOT_RUN = f"not run: {NOT_STARTED_MESSAGE}"
+NOT_FINISHED = "not finished: total time limit reached before it finished"
 
 
 @dataclass
@@ -77,9 +90,10 @@ class CompileOptions:
     node_limit: int | None = None
     tenants: int | None = None  # requests scheduled on a platform (default: one per sub-accelerator)
     cache_dir: str | None = None  # job-analysis cache of the assignment stage
-    progress: Any = None  # called with (stage name, "start" | "done", StageOutcome | None)
+    progress: Any = None  # called with (stage name, "start" | "done" | "stopped", StageOutcome | not_run entry | None)
     total_time_limit: float | None = None  # seconds for the whole pipeline (each solve gets at most the time left)
-    deadline: float | None = None  # time.monotonic() of the total time limit, set by compile_network
+    deadline: float | None = None  # time.monotonic() of the total time limit; compile_network sets it from
+    # total_time_limit unless the caller did (the command line starts it with the command)
 
     def solve_options(self) -> SolveOptions:
         return SolveOptions(time_limit=self.time_limit, seed=self.seed, threads=self.threads,
@@ -102,15 +116,29 @@ class CompileReport:
     end_to_end: dict[str, Any]
     platform_jobs: dict[str, Any] | None = None  # per sub-accelerator configuration: layer figures
     time_s: float = 0.0
+    # stages the total time limit stopped: {"stage", "title", "status" (NOT_RUN or NOT_FINISHED), "message"}
+    not_run: list[dict[str, Any]] = field(default_factory=list)
+    total_time_limit: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every stage ran and handed on a verified solution (some may have been cut short inside)."""
+        return not self.not_run
 
     def stage(self, name: str) -> StageOutcome | None:
         return next((s for s in self.stages if s.name == name), None)
 
+    def statuses(self) -> list[dict[str, str]]:
+        """Every stage of the pipeline in order, finished or not, with its status."""
+        return ([{"stage": s.name, "status": s.status} for s in self.stages]
+                + [{"stage": n["stage"], "status": n["status"]} for n in self.not_run])
+
     def to_dict(self) -> dict[str, Any]:
         return {"network": self.network, "workload": self.workload, "hardware": self.hardware,
-                "platform": self.platform, "time_s": self.time_s, "end_to_end": self.end_to_end,
-                "stages": [s.to_dict() for s in self.stages], "layers": [f.to_dict() for f in self.layers],
-                "platform_jobs": self.platform_jobs}
+                "platform": self.platform, "complete": self.complete, "total_time_limit": self.total_time_limit,
+                "time_s": self.time_s, "stage_status": self.statuses(), "not_run": self.not_run,
+                "end_to_end": self.end_to_end, "stages": [s.to_dict() for s in self.stages],
+                "layers": [f.to_dict() for f in self.layers], "platform_jobs": self.platform_jobs}
 
 
 # ================================================================================================== stages
@@ -123,7 +151,7 @@ def _document(problem: str, name: str, workload: Mapping[str, Any], hardware: Ma
 def _mapping_stage(network: str, workload: Mapping[str, Any], hardware: Mapping[str, Any], graph: Workload,
                    opts: CompileOptions) -> tuple[StageOutcome, list[LayerFigures]]:
     doc = _document("mapping", f"{network}-mapping", workload, hardware, opts.mapping_objective, {"workers": 1})
-    out = run_stage("mapping", "Tiling and loop order of every layer", doc, opts.stage_methods("mapping"),
+    out = run_stage("mapping", STAGE_TITLES["mapping"], doc, opts.stage_methods("mapping"),
                     opts.solve_options())
     data = out.prepared.data
     layers_doc = (out.chosen.solution or {}).get("layers", {})
@@ -148,7 +176,7 @@ def _pinning_stage(network: str, workload: Mapping[str, Any], hardware: Mapping[
                    figures: Sequence[LayerFigures], opts: CompileOptions) -> tuple[StageOutcome, list[str]]:
     doc = _document("pinning", f"{network}-pinning", workload, hardware, opts.pinning_objective,
                     {"oversize": "tile", **pinning_options(figures)})
-    out = run_stage("pinning", "Tensor pinning across the schedule", doc, opts.stage_methods("pinning"),
+    out = run_stage("pinning", STAGE_TITLES["pinning"], doc, opts.stage_methods("pinning"),
                     opts.solve_options())
     data = out.prepared.data
     problem = out.prepared.problem
@@ -170,7 +198,7 @@ def _pinning_stage(network: str, workload: Mapping[str, Any], hardware: Mapping[
 def _bank_stage(network: str, workload: Mapping[str, Any], hardware: Mapping[str, Any], off: Sequence[str],
                 opts: CompileOptions) -> StageOutcome:
     doc = _document("bankmap", f"{network}-bankmap", workload, hardware, "copy_cost", {"off_chip_tensors": list(off)})
-    out = run_stage("bankmap", "Bank layouts of what stays on chip", doc, opts.stage_methods("bankmap"),
+    out = run_stage("bankmap", STAGE_TITLES["bankmap"], doc, opts.stage_methods("bankmap"),
                     opts.solve_options())
     m = out.chosen.metrics
     data = out.prepared.data
@@ -269,7 +297,9 @@ def compile_network(workload: Mapping[str, Any], hardware: Mapping[str, Any],
                     ) -> CompileReport:
     """Run the pipeline (module docstring) on ``workload`` / ``hardware`` / ``platform`` documents (the parts of an
     instance file; :mod:`dlaopt.pipeline.inputs` makes them from names and files). Raises :class:`StageFailed`
-    naming the stage that could not hand a verified solution on, or :class:`~dlaopt.errors.InputError`."""
+    naming the stage that could not hand a verified solution on, or :class:`~dlaopt.errors.InputError`; a stage
+    stopped by the total time limit does not raise: the report lists it, and every stage after it, as not run
+    (:attr:`CompileReport.not_run`)."""
     opts = options or CompileOptions()
     for stage, methods in opts.methods.items():
         if stage not in STAGES:
@@ -278,7 +308,7 @@ def compile_network(workload: Mapping[str, Any], hardware: Mapping[str, Any],
         if not methods:
             raise InputError(f"stage '{stage}' needs at least one method", path=("methods", stage))
     t0 = time.perf_counter()
-    if opts.total_time_limit is not None:
+    if opts.total_time_limit is not None and opts.deadline is None:
         opts = dataclasses.replace(opts, deadline=time.monotonic() + opts.total_time_limit)
     probe = instance_from_dict(_document("mapping", "probe", workload, hardware, "edp", {}))
     graph, acc = probe.graph, probe.accelerator
@@ -289,30 +319,53 @@ def compile_network(workload: Mapping[str, Any], hardware: Mapping[str, Any],
                                      "hardware": dict(platform)})
         plat = pprobe.hardware  # type: ignore[assignment]
     stages: list[StageOutcome] = []
+    not_run: list[dict[str, Any]] = []
+
+    def stop(name: str, status: str, message: str = "") -> None:
+        entry = {"stage": name, "title": STAGE_TITLES[name], "status": status, "message": message}
+        not_run.append(entry)
+        if opts.progress:
+            opts.progress(name, "stopped", entry)
 
     def run(name: str, fn: Any, *args: Any) -> Any:
-        if opts.deadline is not None and time.monotonic() >= opts.deadline:
-            raise StageFailed(name, f"not run: the {NOT_STARTED_MESSAGE} ({opts.total_time_limit:g} s)")
+        """The stage's result; ``None`` when the total time limit stopped it or an earlier stage."""
+        if not_run or (opts.deadline is not None and time.monotonic() >= opts.deadline):
+            stop(name, NOT_RUN)
+            return None
         if opts.progress:
             opts.progress(name, "start", None)
-        result = fn(*args)
+        try:
+            result = fn(*args)
+        except StageFailed as exc:
+            if not exc.total_time_limit:
+                raise
+            stop(name, NOT_FINISHED, exc.message)
+            return None
         outcome = result[0] if isinstance(result, tuple) else result
         stages.append(outcome)
         if opts.progress:
             opts.progress(name, "done", outcome)
         return result
 
-    _, figures = run("mapping", _mapping_stage, network, workload, hardware, graph, opts)
-    pin, off = run("pinning", _pinning_stage, network, workload, hardware, graph, figures, opts)
-    bank = run("bankmap", _bank_stage, network, workload, hardware, off, opts)
-    end = _end_to_end(acc, pin, bank, figures)
+    mapped = run("mapping", _mapping_stage, network, workload, hardware, graph, opts)
+    figures = mapped[1] if mapped else []
+    pinned = run("pinning", _pinning_stage, network, workload, hardware, graph, figures, opts)
+    bank = run("bankmap", _bank_stage, network, workload, hardware, pinned[1] if pinned else [], opts)
+    end: dict[str, Any] = {}
+    if pinned and bank:
+        end = _end_to_end(acc, pinned[0], bank, figures)
     platform_jobs = None
     if plat is not None and len(plat.accelerators) > 1 and platform is not None:
-        assign, platform_jobs = run("assignment", _assignment_stage, network, graph, platform, plat, opts)
-        end["platform"] = {k: assign.summary[k] for k in ("tenants", "makespan_s", "requests_per_s",
-                                                          "throughput_gops", "energy_pj")}
+        assigned = run("assignment", _assignment_stage, network, graph, platform, plat, opts)
+        if assigned and end:
+            assign, platform_jobs = assigned
+            end["platform"] = {k: assign.summary[k] for k in ("tenants", "makespan_s", "requests_per_s",
+                                                              "throughput_gops", "energy_pj")}
+    if not_run:
+        end = {}  # only when every stage ran: the report says which did not
     return CompileReport(network, dict(workload), dict(hardware), dict(platform) if platform else None, stages,
-                         figures, end, platform_jobs, time.perf_counter() - t0)
+                         figures, end, platform_jobs, time.perf_counter() - t0, not_run, opts.total_time_limit)
 
 
-__all__ = ["DEFAULT_METHODS", "STAGES", "CompileOptions", "CompileReport", "compile_network"]
+__all__ = ["DEFAULT_METHODS", "NOT_FINISHED", "NOT_RUN", "STAGES", "STAGE_TITLES", "CompileOptions", "CompileReport",
+           "compile_network"]

@@ -6,13 +6,17 @@ Files written by :func:`write_report` into the output folder::
     report.md  report.json
     stages/<stage>.yaml  stages/<stage>-solution.yaml      (instance and the solution handed on)
     plots/<stage>.png                                       (methods compared; the assignment's Gantt chart)
+
+A report the total time limit left incomplete is written all the same: the stages that finished with their files,
+the others listed with their status (``report.json``: ``complete: false``, ``not_run``), and no end-to-end figures.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +75,41 @@ def _layer_table(report: CompileReport, limit: int = 12) -> str:
                     rows, "lrrrrl")
 
 
-def report_markdown(report: CompileReport) -> str:
+def _status_lines(report: CompileReport) -> list[str]:
+    """The stage table at the top of an incomplete or cut-short report."""
+    rows = [[s["stage"], s["status"]] for s in report.statuses()]
+    limit = f" of {report.total_time_limit:g} s" if report.total_time_limit is not None else ""
+    if report.complete:
+        head = f"Every stage ran; the total time limit{limit} cut some short (their solutions are still verified)."
+    else:
+        stopped = ", ".join(n["stage"] for n in report.not_run)
+        head = (f"**Incomplete**: the total time limit{limit} stopped the pipeline before every stage ran "
+                f"({stopped}); the stages that finished are below, with their files.")
+    lines = ["## Stages", "", head, "", md_table(["stage", "status"], rows, "ll"), ""]
+    for n in report.not_run:
+        if n.get("message"):
+            lines += [f"- {n['stage']}: {n['message']}"]
+    return lines + ([""] if any(n.get("message") for n in report.not_run) else [])
+
+
+def report_markdown(report: CompileReport, *, plots: bool | Collection[str] = True) -> str:
+    """The Markdown report (``plots``: link each stage's plot, or the plots of the stages named)."""
     e = report.end_to_end
     hw = report.hardware.get("preset") or report.hardware.get("name", "inline accelerator")
     title = f"# dlaopt compile: {report.network} on {hw}"
     if report.platform:
         title += f" and {report.platform.get('platform') or report.platform.get('name', 'a platform')}"
-    lines = [title, "", f"Every stage's solution was verified by its problem's independent evaluator; "
-             f"total time {report.time_s:.1f} s.", "", "## End to end", ""]
+    which = "Every stage's" if report.complete else "Every finished stage's"
+    lines = [title, "", f"{which} solution was verified by its problem's independent evaluator; "
+             f"total time {report.time_s:.1f} s.", ""]
+    if not report.complete or any(s.cut_short for s in report.stages):
+        lines += _status_lines(report)
+    lines += ["## End to end", ""]
+    if not e:
+        lines += ["Not computed: the end-to-end figures need every stage, and "
+                  f"{', '.join(n['stage'] for n in report.not_run)} did not run (total time limit).", ""]
+        lines += _stage_sections(report, plots)
+        return "\n".join(lines)
     rows = [["latency", f"{fmt_number(e['cycles'])} cycles ({_si(e['latency_s'], 's')})"],
             ["  compute (mapped layers on chip + vector operators)", fmt_number(e["compute_cycles"])],
             ["  DMA (pinning transfers)", fmt_number(e["dma_cycles"])],
@@ -98,9 +129,16 @@ def report_markdown(report: CompileReport) -> str:
                   " GOPS)"],
                  ["platform: energy of the assigned jobs", _si(p["energy_pj"] * 1e-12, "J")]]
     lines += [md_table(["", ""], rows, "lr"), ""]
+    return "\n".join(lines + _stage_sections(report, plots))
+
+
+def _stage_sections(report: CompileReport, plots: bool | Collection[str]) -> list[str]:
+    lines: list[str] = []
     for i, stage in enumerate(report.stages, 1):
-        lines += [f"## Stage {i}: {stage.name} — {stage.title}", "", _methods_table(stage), "",
-                  *_summary_lines(stage.summary), ""]
+        lines += [f"## Stage {i}: {stage.name} — {stage.title}", ""]
+        if stage.cut_short:
+            lines += [f"Status: {stage.status}.", ""]
+        lines += [_methods_table(stage), "", *_summary_lines(stage.summary), ""]
         if stage.name == "mapping":
             lines += ["Slowest layers:", "", _layer_table(report), ""]
         if stage.name == "assignment" and report.platform_jobs:
@@ -109,9 +147,11 @@ def report_markdown(report: CompileReport) -> str:
             lines += ["One request's layers on each sub-accelerator (job analysis):", "",
                       md_table(["sub-accelerator", "latency", "DRAM bytes", "energy"], rows, "lrrr"), ""]
         plot = report_files(stage).get("plot")
-        if plot:
+        if plot and (plots is True or (not isinstance(plots, bool) and stage.name in plots)):
             lines += [f"![{stage.name}]({plot})", ""]
-    return "\n".join(lines)
+    for i, n in enumerate(report.not_run, len(report.stages) + 1):
+        lines += [f"## Stage {i}: {n['stage']} — {n['title']}", "", f"{n['status']}.", ""]
+    return lines
 
 
 def report_files(stage: StageOutcome) -> dict[str, str]:
@@ -143,19 +183,23 @@ def _plot(stage: StageOutcome, path: Path) -> None:
     save(fig, path)
 
 
-def write_report(report: CompileReport, out_dir: str | Path, *, plots: bool = True) -> dict[str, Path]:
-    """Write the report files (module docstring); returns the main paths."""
+def write_report(report: CompileReport, out_dir: str | Path, *, plots: bool = True,
+                 deadline: float | None = None) -> dict[str, Path]:
+    """Write the report files (module docstring); returns the main paths. With a ``deadline`` (``time.monotonic()``
+    of a total time limit) no plot is started after it (the report links only the plots drawn)."""
     out = Path(out_dir)
     (out / "stages").mkdir(parents=True, exist_ok=True)
+    drawn: set[str] = set()
     for stage in report.stages:
         files = report_files(stage)
         save_mapping(stage.instance, out / files["instance"])
         save_mapping(stage.chosen.solution_document(), out / files["solution"])
-        if plots and "plot" in files:
+        if plots and "plot" in files and (deadline is None or time.monotonic() < deadline):
             (out / "plots").mkdir(exist_ok=True)
             _plot(stage, out / files["plot"])
+            drawn.add(stage.name)
     md = out / "report.md"
-    md.write_text(report_markdown(report) + "\n")
+    md.write_text(report_markdown(report, plots=drawn) + "\n")
     js = out / "report.json"
     js.write_text(json.dumps(_json_safe(report.to_dict()), indent=1) + "\n")
     return {"markdown": md, "json": js, "folder": out}

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
 
 HEURISTIC_METHODS = ("random", "ga", "nvdla", "eyeriss", "shidiannao")
+FILL_HEURISTICS = ("nvdla", "eyeriss", "shidiannao")  # cheap, deterministic: they complete a cut-short exact solve
 DEADLINE_GRACE_S = 1.0  # how long past the deadline the parent waits for layers due by then before killing them
+NOT_FINISHED_MESSAGE = "total time limit reached before it finished"
 
 
 @dataclass
@@ -75,16 +77,21 @@ def _workers(data: MappingData) -> int:
 
 
 def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple],
-                deadline: float | None = None) -> list[Any]:
+                deadline: float | None = None, reasons: list[str] | None = None) -> list[Any]:
     """``fn(*a)`` for every representative layer, in worker processes when more than one is allowed (workers that die
     with this process, killed when it is interrupted).
 
     With a ``deadline`` (``time.monotonic()``), a layer not started by then is not started and a layer whose worker
     has not answered shortly after it (:data:`DEADLINE_GRACE_S`) is abandoned and its worker killed: its entry is
-    ``None``."""
+    ``None`` (as is the answer of a worker that found the deadline passed before it started the layer). ``reasons``,
+    when given, receives one string per layer: ``""`` for an answer, else why there is none
+    (:data:`~dlaopt.solvers.processes.NOT_STARTED_MESSAGE` or :data:`NOT_FINISHED_MESSAGE`)."""
     workers = _workers(data)
     if workers == 1 or len(args) <= 1:
-        return [None if deadline is not None and time.monotonic() >= deadline else fn(*a) for a in args]
+        out = [None if deadline is not None and time.monotonic() >= deadline else fn(*a) for a in args]
+        if reasons is not None:
+            reasons[:] = ["" if r is not None else NOT_STARTED_MESSAGE for r in out]
+        return out
     pool = process_pool(workers)
     try:
         futures = [pool.submit(fn, *a) for a in args]
@@ -96,11 +103,16 @@ def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple],
     except BaseException:
         kill_pool(pool)
         raise
+    running = {f for f in pending if f.running()}  # handed to a worker (or its queue) but not answered
     if pending:
         kill_pool(pool)
     else:
         pool.shutdown(wait=True)
-    return [f.result() if f in done else None for f in futures]
+    out = [f.result() if f in done else None for f in futures]
+    if reasons is not None:
+        reasons[:] = ["" if r is not None else NOT_FINISHED_MESSAGE if f in running else NOT_STARTED_MESSAGE
+                      for f, r in zip(futures, out, strict=True)]
+    return out
 
 
 def _time_left(deadline: float | None) -> float | None:
@@ -318,13 +330,19 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             deterministic=options.deterministic, extra=dict(options.extra), deadline=options.deadline)
         if options.time_limit is not None:
             per_layer_opts.time_limit = options.time_limit / max(1, math.ceil(len(reps) / _workers(data)))
+        reasons: list[str] = []
         results = _map_layers(data, run_layer_exact,
                               [(n, data.arch, data.objective, data.options, per_layer_opts, backend) for n in reps],
-                              options.deadline)
-        unfinished = self._unfinished(reps, results)
-        if unfinished:
-            return ExactOutcome(None, Status.NO_SOLUTION, None, backend, message=unfinished,
-                                solve_time_s=time.perf_counter() - t0)
+                              options.deadline, reasons)
+        cut: dict[str, Any] = {}
+        cut_msg = ""
+        if any(r is None for r in results):  # cut short by the total time limit: complete it, or no solution
+            filled = self._complete(data, results, reasons)
+            if filled is None:
+                return ExactOutcome(None, Status.NO_SOLUTION, None, backend,
+                                    message=self._unfinished(reps, results) + "; no fixed-dataflow heuristic maps "
+                                    "the layers left, so no complete mapping", solve_time_s=time.perf_counter() - t0)
+            results, cut, cut_msg = filled
         mult = [len(g) for g in data.groups]
         if any(r["mapping"] is None for r in results):
             bad = next(n for n, r in zip(reps, results, strict=True) if r["mapping"] is None)
@@ -345,12 +363,17 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
                 k: r[k] for k in ("status", "objective", "bound", "time_s", "warm_start_s", "solves", "message",
                                   "model_stats")}
             sol.per_layer[data.nests[g[0]].name]["warm_start"] = r["warm_start"]
+            if r.get("completed_by"):
+                sol.per_layer[data.nests[g[0]].name]["completed_by"] = r["completed_by"]
         trace: list[TracePoint] = []
         if len(results) == 1:
             trace = [TracePoint(t, i, b) for t, i, b in results[0]["trace"]]
-        times = sorted(r["time_s"] for r in results)
-        metrics = {"layer_time_median_s": times[len(times) // 2], "layer_time_max_s": times[-1]}
-        msgs = sorted({r["message"] for r in results if r["message"]})
+        times = sorted(r["time_s"] for r in results if not r.get("completed_by")) or [0.0]
+        metrics: dict[str, Any] = {"layer_time_median_s": times[len(times) // 2], "layer_time_max_s": times[-1],
+                                   **cut}
+        msgs = sorted({r["message"] for r in results if r["message"] and not r.get("completed_by")})
+        if cut_msg:
+            msgs.insert(0, cut_msg)
         from dlaopt.solvers.highs_backend import HIGHS_VERSION
 
         warm_start = None
@@ -364,6 +387,51 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
                             warm_start=warm_start, objective_tolerance=MODEL_TOLERANCE,
                             solve_time_s=time.perf_counter() - t0,
                             model_stats=results[0]["model_stats"] if len(results) == 1 else None)
+
+    def _complete(self, data: MappingData, results: list[Any], reasons: list[str]
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any], str] | None:
+        """An exact run cut short by the total time limit, completed: every layer it left unsolved gets the first
+        valid mapping of the cheap fixed-dataflow heuristics (:data:`FILL_HEURISTICS`, in the order of the
+        ``warm_start`` option), marked ``completed_by`` with status ``no_solution`` and the reason in its per-layer
+        notes, so the solution is whole (never a partial mapping) and the run at best ``feasible`` without a
+        bound. Also the metrics saying which layers were left out, and why (``layers_not_solved``,
+        ``layers_completed_by_heuristic``), and the message. ``None`` when some layer left out has no such mapping."""
+        order = [h for h in data.options.get("warm_start", ()) if h in FILL_HEURISTICS]
+        order += [h for h in FILL_HEURISTICS if h not in order]
+        out: list[dict[str, Any]] = []
+        not_solved: dict[str, str] = {}
+        completed: dict[str, str] = {}
+        for g, r, why in zip(data.groups, results, reasons or [""] * len(results), strict=True):
+            if r is not None:
+                out.append(r)
+                continue
+            nest = data.nests[g[0]]
+            why = why or NOT_STARTED_MESSAGE
+            found = None
+            for h in order:
+                t0 = time.perf_counter()
+                m, _ = run_layer_heuristic(h, nest, data.arch, data.objective, data.options, 0, None)
+                rep = evaluate_mapping(nest, data.arch, m) if m is not None else None
+                if rep is not None and rep.valid:
+                    found = (h, m, rep, time.perf_counter() - t0)
+                    break
+            if found is None:
+                return None
+            h, m, rep, secs = found
+            value = rep.objective(data.objective)  # its "model" value is the evaluator's: the check stays exact
+            out.append({"mapping": m, "objective": value, "model_objective": value,
+                        "bound": None, "status": Status.NO_SOLUTION.value, "time_s": secs, "warm_start_s": 0.0,
+                        "solves": 0, "message": f"{why}; completed by the '{h}' heuristic", "model_stats": None,
+                        "warm_start": None, "trace": [], "completed_by": h})
+            for i in g:
+                not_solved[data.nests[i].name] = why
+                completed[data.nests[i].name] = h
+        n_cut = sum(r is None for r in results)
+        names = [data.nests[g[0]].name for g, r in zip(data.groups, results, strict=True) if r is None]
+        msg = (f"total time limit: {n_cut} of {len(results)} unique layers not solved by the exact method "
+               f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}), completed by fixed-dataflow "
+               "heuristics (metrics: layers_completed_by_heuristic)")
+        return out, {"layers_not_solved": not_solved, "layers_completed_by_heuristic": completed}, msg
 
     @staticmethod
     def _unfinished(reps: list[LoopNest], results: list[Any]) -> str:
