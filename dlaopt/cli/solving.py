@@ -30,7 +30,22 @@ from dlaopt.cli.common import (
 from dlaopt.errors import InputError
 
 if TYPE_CHECKING:
-    from dlaopt.harness import Result
+    from dlaopt.harness import Prepared, Result
+    from dlaopt.io.instance import Instance
+    from dlaopt.solvers.processes import Deadline
+
+
+def _start(instance: str, solver: str | None, total_time_limit: float | None,
+           silent: bool) -> tuple[Deadline, str | None, Console, bool, Instance, Prepared]:
+    """What solve and compare do first: the total time limit starts, the solver string and the instance are checked
+    (bad input exits 2 before any work) and the instance is prepared. Returns the deadline, the checked solver, the
+    stderr console, whether to log, the instance and its preparation."""
+    from dlaopt.solvers.processes import Deadline
+
+    deadline = Deadline(total_time_limit)
+    solver = check_solver(solver)
+    inst = load_instance_file(instance)
+    return deadline, solver, console(stderr=True), not silent, inst, prepare_instance(inst)
 
 
 # ------------------------------------------------------------------------------------------------ solve
@@ -54,14 +69,8 @@ def solve(instance: str, method: str, solver: str | None, time_limit: float | No
     heuristic warm start included (a mapping instance's layers are solved in worker processes until then).
     """
     from dlaopt import harness
-    from dlaopt.solvers.processes import Deadline
 
-    deadline = Deadline(total_time_limit)
-    solver = check_solver(solver)
-    err = console(stderr=True)
-    log = not (quiet or as_json)
-    inst = load_instance_file(instance)
-    p = prepare_instance(inst)
+    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json)
     check_method(p, method)
     printer = ProgressPrinter(err) if log else None
     if solver is not None and p.problem.method(method).kind != "exact" and not quiet:
@@ -164,14 +173,9 @@ def compare(instance: str, methods: list[str] | None, solver: str | None, time_l
     SIGTERM: 143), it still prints the methods that finished, the others marked as interrupted.
     """
     from dlaopt import harness
-    from dlaopt.solvers.processes import Deadline, interrupt_exit_code
+    from dlaopt.solvers.processes import interrupt_exit_code
 
-    deadline = Deadline(total_time_limit)
-    solver = check_solver(solver)
-    err = console(stderr=True)
-    log = not (quiet or as_json)
-    inst = load_instance_file(instance)
-    p = prepare_instance(inst)
+    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json)
     names = methods or [m.name for m in p.problem.methods]
     for name in names:
         check_method(p, name)
