@@ -236,20 +236,22 @@ def test_sweep_total_time_limit_on_a_local_cluster(tmp_path: Path) -> None:
 
 
 def _check_cut_mapping(res: dict) -> list[str]:
-    """A mapping result the total time limit cut short: never `optimal`; when it has a solution, every layer is
-    mapped and verified, and every layer left out is marked in the metrics and in its per-layer notes (status
-    no_solution, completed_by a fixed-dataflow heuristic). The layers left out."""
+    """A mapping result under a total time limit: when it has a solution, every layer is mapped and verified; every
+    layer the limit left out is marked in the metrics and in its per-layer notes (status no_solution, completed_by
+    a fixed-dataflow heuristic), and then the result is `feasible` without a bound, never `optimal`. The layers left
+    out (none when every layer was solved in time: on a fast machine a limit may leave nothing out)."""
     from dlaopt.formulations.mapping.problem import FILL_HEURISTICS, NOT_FINISHED_MESSAGE
     from dlaopt.solvers.processes import NOT_STARTED_MESSAGE
 
-    assert res["status"] != "optimal"
     left = res["metrics"].get("layers_not_solved", {})
     if res["status"] == "no_solution":
         assert "total time limit" in res["message"]
         return list(left)
-    assert res["status"] == "feasible" and res["verified"] and res["bound"] is None
-    assert set(left) == set(res["metrics"]["layers_completed_by_heuristic"])
-    assert "total time limit" in res["message"]
+    assert res["status"] in ("optimal", "feasible") and res["verified"], res["message"]
+    if left:
+        assert res["status"] == "feasible" and res["bound"] is None
+        assert set(left) == set(res["metrics"]["layers_completed_by_heuristic"])
+        assert "total time limit" in res["message"]
     layers = res["solution"]["layers"]
     assert {row["layer"] for row in res["metrics"]["layers"]} == set(layers)  # every layer mapped
     for name, doc in layers.items():
@@ -292,8 +294,9 @@ def test_mapping_solve_total_time_limit_marks_the_layers_left_out(tmp_path: Path
     elapsed = time.monotonic() - t0
     assert proc.returncode == 0, err
     assert elapsed <= limit + TOTAL_LIMIT_SLACK_S, f"{elapsed:.1f} s for a {limit:g} s total limit"
+    # Which layers 1.5 s leaves out depends on the machine (on an idle one, sometimes none); the deterministic test
+    # above covers the marking of left-out layers, this one the command's wall time and a solution that verifies.
     left = _check_cut_mapping(json.loads(out))
-    assert left, "the limit was meant to leave layers out (12 unique ResNet-18 layers, 2 workers, 1.5 s)"
     with _command("verify", RESNET18, tmp_path / "sol.yaml") as (check, _):
         _, verr = check.communicate(timeout=60)
     assert check.returncode == 0, verr
