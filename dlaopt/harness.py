@@ -20,6 +20,7 @@ from dlaopt.errors import InputError
 from dlaopt.formulations import get_problem
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Problem
 from dlaopt.io.instance import Instance
+from dlaopt.solvers.conflicts import deletion_filter
 from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, Deadline
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint, relative_gap
 
@@ -52,6 +53,8 @@ class Result:
     model_stats: dict[str, int] | None = None
     relaxations: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
+    constraints: list[dict[str, Any]] = field(default_factory=list)  # the user constraints in force
+    conflict: list[str] | None = None  # infeasible: the constraints (by position and kind) that cannot hold together
 
     def to_dict(self, *, with_solution: bool = True) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -77,6 +80,8 @@ class Result:
             "relaxations": self.relaxations,
             "trace": [dataclasses.asdict(t) for t in self.trace],
             "message": self.message,
+            "constraints": self.constraints,
+            "conflict": self.conflict,
         }
         if with_solution:
             d["solution"] = self.solution
@@ -84,9 +89,12 @@ class Result:
 
     def solution_document(self) -> dict[str, Any]:
         """The envelope written by ``dlaopt solve -o`` and read by ``dlaopt verify``."""
-        return {"problem": self.problem, "instance": self.instance, "method": self.method,
-                "objective": self.objective_name, "objective_value": _num(self.objective),
-                "solution": self.solution or {}}
+        doc = {"problem": self.problem, "instance": self.instance, "method": self.method,
+               "objective": self.objective_name, "objective_value": _num(self.objective),
+               "solution": self.solution or {}}
+        if self.constraints:
+            doc["constraints"] = self.constraints
+        return doc
 
 
 def _num(v: float | None) -> float | None:
@@ -136,11 +144,66 @@ def solve(
     solver: str | None = None,
     options: SolveOptions | None = None,
     warm_start_methods: Sequence[str] | None = None,
+    explain: bool = True,
 ) -> Result:
-    """Solve ``instance`` with ``method`` and return a verified :class:`Result` (never raises for solver trouble)."""
-    t_start = time.perf_counter()
+    """Solve ``instance`` with ``method`` and return a verified :class:`Result` (never raises for solver trouble).
+
+    An exact method that proves a constrained instance infeasible reports the user constraints that cannot hold
+    together (``Result.conflict``, named in the message) unless ``explain`` is off."""
     p = instance if isinstance(instance, Prepared) else prepare(instance)
-    options = options or SolveOptions()
+    res = _solve(p, method, solver=solver, options=options or SolveOptions(), warm_start_methods=warm_start_methods)
+    res.constraints = [c.to_dict() for c in p.problem.declared_constraints(p.instance)]
+    if explain and res.status == Status.INFEASIBLE and res.constraints and p.problem.method(method).kind == "exact":
+        t0 = time.perf_counter()
+        _explain_conflict(p, method, solver, options or SolveOptions(), res)
+        res.time_s += time.perf_counter() - t0
+    return res
+
+
+def _explain_conflict(p: Prepared, method: str, solver: str | None, options: SolveOptions, res: Result) -> None:
+    """Find the smallest set of the user's constraints that cannot hold together (the problem's own core, e.g.
+    CP-SAT's assumptions, reduced by deletion filtering over the list) and name it in ``res``."""
+    declared = p.problem.declared_constraints(p.instance)
+    by_path = {c.path: c for c in declared}
+    start = list(declared)
+    core_paths = p.problem.conflicting_constraints(p.data, options)
+    if core_paths is not None:
+        start = [by_path[q] for q in core_paths if q in by_path] or start
+    deadline = options.deadline
+    if options.time_limit is not None:
+        end = time.monotonic() + options.time_limit
+        deadline = end if deadline is None else min(deadline, end)
+
+    def infeasible(subset: Sequence[Any]) -> bool | None:
+        trial_opts = within(options, Deadline(None if deadline is None else deadline - time.monotonic()))
+        if trial_opts is None:
+            return None
+        try:
+            trial = prepare(p.instance.with_constraints(subset))
+        except InputError:
+            return None
+        r = solve(trial, method, solver=solver, options=trial_opts, explain=False)
+        if r.status == Status.INFEASIBLE:
+            return True
+        return False if r.status in (Status.OPTIMAL, Status.FEASIBLE) and r.verified else None
+
+    without = infeasible([])
+    if without is True:
+        res.conflict = []
+        res.message = (f"infeasible even without the {len(declared)} user constraint(s): " + res.message).rstrip(": ")
+        return
+    found = deletion_filter(start, infeasible, deadline=deadline)
+    res.conflict = [c.label for c in found.members]
+    res.metrics["conflict_tests"] = found.tests
+    names = ", ".join(res.conflict)
+    res.message = (f"these constraints cannot hold together: {names}"
+                   + ("" if found.minimal else " (not shown minimal: some tests were not decided in time)")
+                   + (f" — {res.message}" if res.message else ""))
+
+
+def _solve(p: Prepared, method: str, *, solver: str | None, options: SolveOptions,
+           warm_start_methods: Sequence[str] | None) -> Result:
+    t_start = time.perf_counter()
     problem = p.problem
     try:
         spec = problem.method(method)

@@ -24,6 +24,7 @@ from dlaopt.solvers.result import SolveOptions, Status, TracePoint
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
+    from dlaopt.specs.constraints import Constraint, KeyPath
 
 D = TypeVar("D")  # prepared data
 S = TypeVar("S")  # solution
@@ -95,6 +96,18 @@ class Problem(ABC, Generic[D, S]):
     @abstractmethod
     def infeasibility_reason(self, data: D) -> str | None:
         """A reason the instance cannot have any solution, when one can be found cheaply; else ``None``."""
+
+    def declared_constraints(self, instance: Instance) -> tuple[Constraint, ...]:
+        """Every user constraint in force, in the order they are reported: the ``constraints`` list, and for a
+        problem that takes presets (the mapping problem's ``flexibility``) the constraints they expand to. A
+        conflict is searched for among these, each trial solving ``instance.with_constraints(subset)``."""
+        return instance.constraints
+
+    def conflicting_constraints(self, data: D, options: SolveOptions) -> list[KeyPath] | None:
+        """The paths of user constraints that cannot hold together, found by the problem's own means (CP-SAT's
+        assumptions and its sufficient-assumptions core), or ``None`` (the default): the harness then filters the
+        whole list by deletion. A core returned here is still reduced by deletion filtering."""
+        return None
 
     # -------------------------------------------------------------------------------------------- methods
     @abstractmethod

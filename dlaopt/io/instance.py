@@ -9,10 +9,11 @@ violation, in words), then the meaning (zoo and preset names and parameters, the
 from __future__ import annotations
 
 import copy
+import dataclasses
 import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from dlaopt.io.document import (  # noqa: F401 - load_mapping, parse_document an
 )
 from dlaopt.io.schema import instance_validator, validate_against
 from dlaopt.specs import problem_spec
+from dlaopt.specs.constraints import Constraint, parse_constraints
 from dlaopt.workload import Operator, OpKind, Tensor, Workload
 from dlaopt.workload.jobs import InlineJob, InlineJobs, TaskGroup
 from dlaopt.workload.operator import OperatorSpecError, normalize_attrs
@@ -52,6 +54,12 @@ class Instance:
     options: Mapping[str, Any]  # defaults filled in from the ProblemSpec
     source: str | None = None  # the file it came from
     document: Mapping[str, Any] = field(default_factory=dict)  # the normalised document (re-serialisable)
+    constraints: tuple[Constraint, ...] = ()  # the user's constraints, in file order (meaning checked by the problem)
+    flexibility: Mapping[str, Any] | None = None  # mapping: a flexibility class that expands to constraints
+
+    def with_constraints(self, constraints: Sequence[Constraint]) -> Instance:
+        """The same instance under another list of constraints (a subset when a conflict is searched for)."""
+        return dataclasses.replace(self, constraints=tuple(constraints))
 
     @property
     def graph(self) -> Workload:
@@ -176,8 +184,13 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
         "objective": objective,
         "options": options,
     }
+    if doc.get("constraints"):
+        document["constraints"] = list(doc["constraints"])
+    if doc.get("flexibility") is not None:
+        document["flexibility"] = dict(doc["flexibility"])
     return Instance(problem=problem, name=name, workload=workload, hardware=hardware, objective=objective,
-                    options=options, source=source, document=_plain(document))
+                    options=options, source=source, document=_plain(document),
+                    constraints=parse_constraints(doc.get("constraints")), flexibility=doc.get("flexibility"))
 
 
 def _check_model_sizes(workload: Workload | TaskGroup | InlineJobs, hardware: Accelerator | Platform,

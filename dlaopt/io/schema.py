@@ -23,6 +23,7 @@ from jsonschema.exceptions import ValidationError, best_match, by_relevance
 from dlaopt.errors import InputError, format_key_path
 from dlaopt.hardware.model import MemoryKind, SpmAccess
 from dlaopt.specs import PROBLEM_SPECS
+from dlaopt.specs.constraints import constraints_schema
 from dlaopt.workload.operator import OpKind
 from dlaopt.workload.tensor import TensorRole
 
@@ -322,7 +323,13 @@ def _problem_rules() -> list[dict[str, Any]]:
                 "properties": {
                     "objective": {"enum": list(spec.objectives)},
                     "options": json.loads(json.dumps(spec.options_schema)),
-                }
+                    "constraints": constraints_schema(spec.constraint_kinds),
+                    **({"flexibility": json.loads(json.dumps(spec.flexibility_schema))}
+                       if spec.flexibility_schema is not None else {}),
+                },
+                **({} if spec.flexibility_schema is not None else {"not": {
+                    "required": ["flexibility"],
+                    "description": "flexibility classes are mapping constraints (problem: mapping)"}}),
             },
         })
     return rules
@@ -380,6 +387,10 @@ def instance_schema() -> dict[str, Any]:
             },
             "objective": {"type": "string", "description": "One of the problem's objectives (default: its first)."},
             "options": {"type": "object", "description": "Problem options (defaults filled in)."},
+            "constraints": {"type": "array", "description": "The user's constraints: typed records, each with a "
+                            "kind of the problem's (see the README, 'Constraints')."},
+            "flexibility": {"type": "object", "description": "Mapping only: a flexibility class (seed 001 Ch. 3, "
+                            "Flexion) that expands to mapping constraints."},
         },
         "allOf": _problem_rules(),
         "$defs": _defs(),
@@ -603,6 +614,10 @@ def _describe(
         return f"{label} lists the same value twice", "distinct values"
     if kw == "minLength":
         return f"{label} must not be empty", None
+    if kw == "not" and isinstance(value, Mapping) and isinstance(rule, Mapping) and rule.get("required"):
+        keys = [k for k in rule["required"] if k in value]
+        return (f"key {', '.join(repr(k) for k in keys)} is not taken by problem {value.get('problem')!r}",
+                str(rule.get("description")) if rule.get("description") else None)
     return error.message, None
 
 

@@ -9,7 +9,7 @@ problem object named by a spec's ``implementation``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -27,13 +27,17 @@ class ProblemSpec:
     implementation: str  # "module:ClassName"
     hardware: str = "accelerator"  # "accelerator" or "platform"
     workloads: tuple[str, ...] = ("graph",)  # accepted workload kinds: "graph", "task" (job group), "jobs" (table)
+    constraint_kinds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> schema of its keys
+    flexibility_schema: Mapping[str, Any] | None = None  # the ``flexibility`` key, for problems that take one
 
 
 def _spec(name: str, title: str, options: ModuleType, problem_class: str, **kinds: Any) -> ProblemSpec:
-    """The spec of problem ``name``: objectives and options from ``dlaopt.specs.<name>``, the problem class in
-    ``dlaopt.formulations.<name>.problem``."""
+    """The spec of problem ``name``: objectives, options and constraint kinds from ``dlaopt.specs.<name>``, the
+    problem class in ``dlaopt.formulations.<name>.problem``."""
     return ProblemSpec(name=name, title=title, objectives=options.OBJECTIVES, options_schema=options.OPTIONS_SCHEMA,
                        default_options=options.DEFAULT_OPTIONS,
+                       constraint_kinds=getattr(options, "CONSTRAINTS", {}),
+                       flexibility_schema=getattr(options, "FLEXIBILITY_SCHEMA", None),
                        implementation=f"dlaopt.formulations.{name}.problem:{problem_class}", **kinds)
 
 
