@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlaopt.specs.constraints import LAYER_SELECTOR
+
 OBJECTIVES: tuple[str, ...] = ("energy", "latency", "edp")
 """Per layer, from the cost model (:mod:`dlaopt.formulations.mapping.cost`): ``energy`` in pJ, ``latency`` in cycles,
 ``edp`` = energy x latency. For several layers: total energy, total latency (layers run one after another), and the
@@ -60,3 +62,82 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 }
 
 DEFAULT_OPTIONS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+
+_DIMS = ["N", "G", "K", "C", "P", "Q", "R", "S", "B", "M"]
+_DIM_LIST: dict[str, Any] = {"type": "array", "items": {"enum": _DIMS}, "minItems": 1, "uniqueItems": True}
+_TARGET: dict[str, Any] = {
+    "type": "string", "minLength": 1,
+    "description": "A storage level, by its name or the name of one of its memories (dlaopt show lists them), "
+    "innermost to outermost as Timeloop's 'target'."}
+_BOUND: dict[str, Any] = {
+    "anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "object", "additionalProperties": False, "minProperties": 1,
+         "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}}},
+    ],
+    "description": "A fixed factor, or {min, max} bounds on it.",
+}
+
+CONSTRAINTS: dict[str, Any] = {
+    "factors": {
+        "description": "Fixed or bounded loop factors of the selected layers at one level (Timeloop 'factors'): "
+        "type temporal (the level's own loops) or spatial (the fanout below it; 'axis' picks one axis, else their "
+        "product).",
+        "required": ["target", "factors"],
+        "properties": {
+            "target": _TARGET,
+            "type": {"enum": ["temporal", "spatial"], "default": "temporal"},
+            "axis": {"type": "string", "minLength": 1, "description": "A spatial axis of the fanout (e.g. X, Y)."},
+            "factors": {"type": "object", "minProperties": 1, "propertyNames": {"enum": _DIMS},
+                        "additionalProperties": _BOUND},
+        },
+    },
+    "permutation": {
+        "description": "The loop order at one level, outermost first (Timeloop 'permutation'): every dimension "
+        "listed fixes the order; a subset fixes their relative order ([K, C]: C inside K). Loops of factor 1 are "
+        "free.",
+        "required": ["target", "order"],
+        "properties": {"target": _TARGET, "order": _DIM_LIST},
+    },
+    "spatial": {
+        "description": "The dimensions each axis of a fanout may unroll, and the most of the axis it may use "
+        "(target: the level above the fanout; default the PE array's).",
+        "required": ["axes"],
+        "properties": {
+            "target": _TARGET,
+            "axes": {"type": "object", "minProperties": 1, "additionalProperties": {
+                "type": "object", "additionalProperties": False, "minProperties": 1,
+                "properties": {"dims": {"type": "array", "items": {"enum": _DIMS}, "uniqueItems": True},
+                               "max": {"type": "integer", "minimum": 1}}}},
+        },
+    },
+    "bypass": {
+        "description": "Operands (I, W, O) that bypass a level: it keeps none of their tiles (Timeloop 'bypass').",
+        "required": ["target", "operands"],
+        "properties": {"target": _TARGET,
+                       "operands": {"type": "array", "items": {"enum": ["I", "W", "O"]}, "minItems": 1,
+                                    "uniqueItems": True}},
+    },
+    "utilization": {
+        "description": "A minimum spatial utilization: the share of the MAC units a mapping keeps busy (Timeloop "
+        "'utilization').",
+        "required": ["min"],
+        "properties": {"min": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}},
+    },
+    "padding": {
+        "description": "Whether the selected layers may be padded (options.padding); allowed: false maps them "
+        "at their own sizes, 'multiples' pads them to these multiples.",
+        "properties": {"allowed": {"type": "boolean"},
+                       "multiples": {"type": "object", "minProperties": 1, "propertyNames": {"enum": _DIMS},
+                                     "additionalProperties": {"type": "integer", "minimum": 1}}},
+    },
+    "shape": {
+        "description": "The shapes (rows x columns) the PE array may take for the selected layers, each with at "
+        "most the array's PEs (Flexion's Shape axis); each layer uses one of them.",
+        "required": ["shapes"],
+        "properties": {"shapes": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {
+            "type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 1}}}},
+    },
+}
+for _kind in CONSTRAINTS.values():  # every mapping constraint selects layers by name or operator kind
+    _kind["properties"] = {**LAYER_SELECTOR, **_kind["properties"]}

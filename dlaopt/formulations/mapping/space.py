@@ -1,0 +1,79 @@
+"""The constrained map space of one layer: what the user's mapping constraints allow, resolved against the
+architecture's slots (see :mod:`dlaopt.formulations.mapping.arch`).
+
+A :class:`LayerSpace` is plain data. The constraint records of the instance (``kind`` factors, permutation,
+spatial, bypass, utilization, padding, shape; :mod:`dlaopt.specs.mapping`) become, per layer that they select:
+
+* :class:`FactorBound` — the product of a dimension's factors over some slots lies in ``[lo, hi]`` (one slot for a
+  temporal level or one fanout axis; every axis of a fanout when no axis is named);
+* :class:`SpatialAllow` — at one spatial slot, only ``dims`` may have a factor above 1, and the product of all
+  factors there is at most ``max_used``;
+* :class:`OrderChain` — at one level, the loops of factor above 1 among ``chain`` appear in this relative order,
+  outermost first (a chain of every dimension fixes the order);
+* ``min_utilization`` — the share of the MAC units the mapping keeps busy (the product of all spatial factors over
+  ``arch.num_macs``, on the real sizes of a padded layer) is at least this;
+* bypass and shape change the architecture the layer is mapped on: ``archs`` lists the candidates (one per allowed
+  PE-array shape, each with the bypassed operands removed from the levels' stores), and a mapping is made for one
+  of them — the one its ``shape`` names.
+
+Every piece keeps ``source``: the label of the constraint it came from, for violations and conflicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dlaopt.formulations.mapping.arch import MappingArch
+
+
+@dataclass(frozen=True)
+class FactorBound:
+    dim: str
+    slots: tuple[int, ...]  # slot indices of MappingArch.slots() whose factors of ``dim`` multiply to the bounded value
+    lo: int
+    hi: int | None  # None: no upper bound
+    source: str
+
+
+@dataclass(frozen=True)
+class SpatialAllow:
+    slot: int
+    dims: frozenset[str] | None  # None: any dimension
+    max_used: int | None  # None: the axis size
+    source: str
+
+
+@dataclass(frozen=True)
+class OrderChain:
+    level: int
+    chain: tuple[str, ...]  # outermost first
+    source: str
+
+
+@dataclass(frozen=True)
+class ArchChoice:
+    """One architecture a layer may be mapped on: ``shape`` is the PE-array shape (rows, columns), ``None`` for the
+    instance's own; ``arch`` already has the bypassed operands removed."""
+
+    shape: tuple[int, int] | None
+    arch: MappingArch
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class LayerSpace:
+    archs: tuple[ArchChoice, ...]
+    factor_bounds: tuple[FactorBound, ...] = ()
+    spatial: tuple[SpatialAllow, ...] = ()
+    orders: tuple[OrderChain, ...] = ()
+    min_utilization: float | None = None
+    utilization_source: str = ""
+    sources: tuple[str, ...] = field(default=())  # labels of every constraint that selects this layer
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.factor_bounds or self.spatial or self.orders or self.min_utilization
+                    or len(self.archs) > 1 or any(c.shape is not None for c in self.archs))
+
+
+__all__ = ["ArchChoice", "FactorBound", "LayerSpace", "OrderChain", "SpatialAllow"]
