@@ -65,9 +65,11 @@ def _hardware_dict(acc: Accelerator) -> dict[str, Any]:
 @click.command()
 @click.argument("instance", metavar="INSTANCE")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON object: file, problem, name, objective, options, workload, hardware, prepared.")
+              help="Print one JSON object: file, problem, name, objective, options, workload, hardware, prepared, "
+              "infeasible, constraints.")
 def show(instance: str, as_json: bool) -> None:
-    """Show INSTANCE: problem, objective, options, workload, hardware and the problem's prepared data.
+    """Show INSTANCE: problem, objective, options, the constraints in force, workload, hardware and the problem's
+    prepared data.
 
     The instance is prepared as for solving, so an instance the problem cannot use is an error (exit 2).
     """
@@ -84,6 +86,7 @@ def show(instance: str, as_json: bool) -> None:
                      else _hardware_dict(inst.accelerator)),
         "prepared": p.problem.describe(p.data),
         "infeasible": p.problem.infeasibility_reason(p.data),
+        "constraints": [c.to_dict() for c in p.problem.declared_constraints(inst)],
     }
     if as_json:
         echo_json(data)
@@ -97,6 +100,9 @@ def show(instance: str, as_json: bool) -> None:
         ("options", fmt_params(data["options"])),
         ("infeasible", data["infeasible"] or "no (not known to be)"),
     ]))
+    if data["constraints"]:
+        out.print(kv_table([(c["at"], fmt_params({k: v for k, v in c.items() if k not in ("at", "kind", "name")}))
+                            for c in data["constraints"]], title="constraints"))
     out.print(kv_table(list(data["workload"].items()), title="workload"))
     if isinstance(inst.hardware, Platform):
         out.print(kv_table([("name", hw["name"]),

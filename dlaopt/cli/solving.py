@@ -121,6 +121,11 @@ def _print_result(res: Result) -> None:
     ]
     if res.model_stats:
         rows.append(("model", fmt(res.model_stats)))
+    if res.constraints:
+        rows.append(("constraints", f"{len(res.constraints)} in force: " + ", ".join(
+            str(c.get("at")) for c in res.constraints[:6]) + (" ..." if len(res.constraints) > 6 else "")))
+    if res.conflict:
+        rows.append(("conflict", "cannot hold together: " + ", ".join(res.conflict)))
     if res.message:
         rows.append(("message", res.message))
     violations = res.verification.get("violations") or []
