@@ -21,6 +21,13 @@ Validation (:func:`validate_mapping`)
     the bank its output layout assigns it (for aligned kinds: every non-broadcast operand element feeds an output
     element in its own bank). Skipped for operands with more than ``element_limit`` elements.
 
+User constraints (:func:`constraint_violations`)
+    Checked from the records alone, one named violation (starting with the constraint's label) per broken one: a
+    ``layout`` / ``layouts`` constraint holds its tensor on chip in an allowed bank axis — the home the mapping gives
+    it (its producer's chosen output layout, or its home as a free tensor) must be one of the constraint's axes, the
+    tensor must fit a bank in it (footprint as above) and neither the mapping's ``off_chip`` nor the model's forced
+    set may hold it; an ``off_chip`` constraint needs its tensor in the mapping's ``off_chip``.
+
 Functional check (:func:`functional_check`, small graphs)
     Every tensor lives in ``B`` bank arrays (one row per bank, elements of bank ``b`` = those with index ``≡ b
     (mod B)`` along the bank axis, in C order of the remaining index); free tensors are placed in their home layout,
@@ -40,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from dlaopt.formulations.bankmap.constraints import OffChipRule, Rule
 from dlaopt.formulations.bankmap.layouts import (
     DEFAULT_OFFCHIP_WEIGHT,
     BankMapping,
@@ -195,7 +203,7 @@ def validate_mapping(model: LayoutModel, mapping: BankMapping, *,
     for extra in sorted(set(mapping.homes) - set(model.free_tensors)):
         out.append(f"mapping gives a home to '{extra}', which is not a free tensor (graph input or weight) "
                    f"read by an operator")
-    for t in sorted(t for t in model.off_chip_tensors if t not in mapping.off_chip):
+    for t in sorted(t for t in model.off_chip_tensors - model.constrained_off_chip if t not in mapping.off_chip):
         out.append(f"tensor '{t}' must be off chip (options.off_chip_tensors) but the mapping keeps it resident")
     for t in model.free_tensors:
         h = mapping.homes.get(t)
@@ -298,6 +306,47 @@ def evaluate(model: LayoutModel, mapping: BankMapping, offchip_weight: float = D
         homes=homes,
         violations=tuple(violations),
     )
+
+
+# ================================================================================================ user constraints
+def constraint_violations(model: LayoutModel, mapping: BankMapping, rules: Sequence[Rule]) -> list[str]:
+    """A violation, starting with the constraint's label, for every user constraint ``mapping`` breaks (the records
+    of :mod:`dlaopt.formulations.bankmap.constraints`). Raises :class:`BankMappingError` when the mapping does not
+    decide a constrained tensor's layout."""
+    wl = model.workload
+    out: list[str] = []
+    for r in rules:
+        t = r.tensor
+        if isinstance(r, OffChipRule):
+            if t not in mapping.off_chip:
+                out.append(f"{r.label}: tensor '{t}' must stay off chip but the mapping keeps it on chip")
+            continue
+        home: int | None = None
+        for o in model.ops:
+            op = wl.operators[o.index]
+            if t in op.outputs:
+                try:
+                    home = int(o.choices[int(mapping.choices[o.name])].outputs[op.outputs.index(t)])
+                except (KeyError, IndexError, TypeError, ValueError) as exc:
+                    raise BankMappingError(f"the mapping does not cover the workload: {exc!r}") from None
+                break
+        if home is None:
+            if t not in mapping.homes:
+                raise BankMappingError(f"the mapping gives tensor '{t}' no home layout")
+            home = int(mapping.homes[t])
+        axes = sorted(r.axes)
+        want = f"axis {axes[0]}" if len(axes) == 1 else f"one of the axes {axes}"
+        if home not in r.axes:
+            out.append(f"{r.label}: tensor '{t}' is laid out along axis {home}, the constraint allows {want}")
+            continue
+        tensor = wl.tensors[t]
+        fp = _footprint(tensor.shape, tensor.size_bytes, home, model.banks)
+        if fp > model.bank_bytes:
+            out.append(f"{r.label}: tensor '{t}' does not fit a bank in layout {home} ({fp} > {model.bank_bytes} "
+                       f"bytes), the constraint holds it on chip")
+        elif t in mapping.off_chip or t in model.off_chip_tensors:
+            out.append(f"{r.label}: tensor '{t}' is off chip, the constraint holds it on chip in {want}")
+    return out
 
 
 # ================================================================================================ functional check

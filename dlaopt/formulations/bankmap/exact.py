@@ -25,6 +25,10 @@ the spill of a produced tensor in layout :math:`a` (``bytes · (1 + consumers)``
 tensor forced off chip (``LayoutModel.off_chip_tensors``) is resident in no layout: all its copies are off-chip
 copies and its spill is the same in every layout, so it adds a constant (carried by its producer's choice columns,
 exactly one of which is 1) to the objective; :meth:`BankMilp.decode` lists it in the mapping's ``off_chip``.
+Layout constraints (``LayoutModel.home_allowed``) fix columns: :math:`x_{o,c} = 0` for a choice writing an output
+in a layout its constraints do not allow, :math:`h_{f,a} = 0` for a home they do not allow (the allowed layouts fit
+a bank and the tensor is not forced off chip, so it is resident in each). When they leave an operator or a free
+tensor nothing, the ``one_choice`` / ``one_home`` row cannot hold and HiGHS proves the model infeasible.
 Every term is a constant per (tensor, layout) or pair of layouts, so the objective is linear and equals the
 evaluator's; :func:`solve_exact` checks that. Only the pairs that can occur get a column (homes a producer choice
 can write, layouts a consumer choice can require). The model is built in blocks of numpy arrays with
@@ -42,6 +46,7 @@ import numpy as np
 from dlaopt.formulations.bankmap.evaluate import BankReport, evaluate
 from dlaopt.formulations.bankmap.layouts import DEFAULT_OFFCHIP_WEIGHT, BankMapping, LayoutModel
 from dlaopt.formulations.bankmap.methods import propagate
+from dlaopt.formulations.base import HeuristicFailure
 from dlaopt.solvers.backends import solve_linear
 from dlaopt.solvers.linear import LinearModel, LinearModelBuilder
 from dlaopt.solvers.result import SolveOptions, Status
@@ -124,12 +129,24 @@ def build_milp(lm: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) 
                 req_t.append(tid[t])
                 req_r.append(r)
                 req_c.append(col)
+    x_upper = np.ones(int(x_start[-1]))
+    h_upper_parts: list[np.ndarray] = []
+    if lm.home_allowed:  # layout constraints: fix the columns of what they do not allow to 0
+        x_upper[:] = 0.0
+        for k, o in enumerate(lm.ops):
+            x_upper[int(x_start[k]) + np.asarray(lm.allowed_choices(o), dtype=np.int64)] = 1.0
+        for t in lm.free_tensors:
+            up = np.zeros(lm.rank(t))
+            up[np.asarray(lm.allowed_homes(t), dtype=np.int64)] = 1.0
+            h_upper_parts.append(up)
     lower = np.zeros(int(x_start[-1]))
-    lower[x_start[:-1][n_choices == 1]] = 1.0  # a single choice is decided; presolve removes it
-    x_cols = mb.add_vars("x", int(x_start[-1]), lower=lower, upper=1.0, cost=x_cost, integer=True)
+    single = x_start[:-1][n_choices == 1]
+    lower[single] = x_upper[single]  # a single (allowed) choice is decided; presolve removes it
+    x_cols = mb.add_vars("x", int(x_start[-1]), lower=lower, upper=x_upper, cost=x_cost, integer=True)
     ranks = np.array([lm.rank(t) for t in lm.free_tensors], dtype=np.int64)
     h_start = np.concatenate([[0], np.cumsum(ranks)]).astype(np.int64)
-    h_cols = mb.add_vars("h", int(h_start[-1]), upper=1.0, integer=True)
+    h_upper = np.concatenate(h_upper_parts) if h_upper_parts else 1.0
+    h_cols = mb.add_vars("h", int(h_start[-1]), upper=h_upper, integer=True)
     for k, t in enumerate(lm.free_tensors):
         for a in range(lm.rank(t)):
             home_t.append(tid[t])
@@ -253,11 +270,15 @@ def solve_exact(lm: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT,
     t0 = time.perf_counter()
     w = float(offchip_weight)
     milp = build_milp(lm, w)
-    start = warm_start if warm_start is not None else propagate(lm, w)
-    ws = milp.encode(start)
-    ws_obj = evaluate(lm, start, w, validate=False).objective
+    start = warm_start
+    if start is None:
+        try:
+            start = propagate(lm, w)
+        except HeuristicFailure:  # the layout constraints leave no mapping: no warm start, the MILP proves it
+            start = None
+    ws_obj = evaluate(lm, start, w, validate=False).objective if start is not None else None
     opts = replace(options) if options is not None else SolveOptions(mip_rel_gap=1e-9)
-    opts.warm_start = ws
+    opts.warm_start = milp.encode(start) if start is not None else None
     res = solve_linear(milp.model, solver, opts)
     if res.x is None:
         return ExactResult(res.status, None, None, None, res.bound, res.solve_time_s, time.perf_counter() - t0,

@@ -54,6 +54,16 @@ Forced off-chip tensors
     list it in :attr:`BankMapping.off_chip` (the evaluator reports a violation otherwise). Free tensors cannot be
     forced (they are loaded from main memory by every mapping already and never spill).
 
+Layout constraints
+    :attr:`LayoutModel.home_allowed` gives, for a tensor a user constraint holds on chip in given layouts
+    (constraint kinds ``layout`` and ``layouts``, see :mod:`dlaopt.formulations.bankmap.constraints`), the home
+    layouts it may take: those the constraints allow and it fits a bank in (none when it is forced off chip). Such a
+    tensor is resident: no method lists it in :attr:`BankMapping.off_chip`. Only the operator choices whose outputs
+    are all in allowed layouts (:meth:`LayoutModel.allowed_choices`) and the allowed homes of free tensors
+    (:meth:`LayoutModel.allowed_homes`) are open to the methods; consumers still read copies in other layouts.
+    :attr:`LayoutModel.constrained_off_chip` marks the forced off-chip tensors that an ``off_chip`` constraint (not
+    the option) forces: the evaluator names that constraint when a mapping omits one.
+
 Costs (see :mod:`dlaopt.formulations.bankmap.evaluate`)
     A tensor's **home** layout is what its producer's choice writes (or the chosen one for a free tensor). For every
     distinct layout ``R ≠ home`` some consumer requires, one **relayout copy** of ``bytes_t`` is made: **on chip** if
@@ -157,6 +167,8 @@ class LayoutModel:
     tensor_names: tuple[str, ...]  # every tensor some operator touches, schedule order of first use
     free_tensors: tuple[str, ...]  # tensors no operator produces (inputs, weights), consumed by some operator
     off_chip_tensors: frozenset[str] = frozenset()  # produced tensors kept in main memory by every solution
+    home_allowed: Mapping[str, frozenset[int]] = field(default_factory=dict)  # constrained tensors: on chip, these
+    constrained_off_chip: frozenset[str] = frozenset()  # of off_chip_tensors: those an off_chip constraint forces
 
     # ------------------------------------------------------------------------------------------------ tensors
     def shape(self, t: str) -> tuple[int, ...]:
@@ -226,6 +238,19 @@ class LayoutModel:
                 if r is not None:
                     req[t].add(r)
         return req
+
+    def allowed_choices(self, o: OpLayouts) -> list[int]:
+        """The choices of ``o`` open under the layout constraints: every output in a layout it may take."""
+        if not self.home_allowed:
+            return list(range(len(o.choices)))
+        outs = self.workload.operators[o.index].outputs
+        return [c for c, ch in enumerate(o.choices)
+                if all(t not in self.home_allowed or a in self.home_allowed[t]
+                       for t, a in zip(outs, ch.outputs, strict=True))]
+
+    def allowed_homes(self, t: str) -> list[int]:
+        """The home layouts free tensor ``t`` may take under the layout constraints."""
+        return [a for a in range(self.rank(t)) if t not in self.home_allowed or a in self.home_allowed[t]]
 
     def n_combinations(self) -> int:
         """Number of distinct mappings (product of choice counts and free-tensor ranks)."""

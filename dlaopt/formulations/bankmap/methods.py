@@ -25,6 +25,13 @@
        happened. Steps 1-3 alone end above ``local`` when a greedy choice against one fixed neighbour forces copies
        further on (5 of those 900 graphs).
 
+Layout constraints (:attr:`~dlaopt.formulations.bankmap.layouts.LayoutModel.home_allowed`)
+    Both methods pick among the allowed choices only (:meth:`LayoutModel.allowed_choices`; ``propagate`` fixes an
+    operator left with one allowed choice in step 1, as a restricted one) and the allowed homes of free tensors
+    (for ``local``, the first requirement in schedule order it may take, else its largest allowed axis); a
+    constrained tensor is held on chip, so ``local`` does not write it to main memory. An operator or free tensor
+    with no allowed layout raises :class:`~dlaopt.formulations.base.HeuristicFailure`.
+
 Forced off-chip tensors (:attr:`~dlaopt.formulations.bankmap.layouts.LayoutModel.off_chip_tensors`)
     Both methods list them in the mapping's ``off_chip`` (``local``: together with :func:`local_off_chip`). The
     costs ``propagate`` weighs come from :meth:`LayoutModel.copy_cost` / :meth:`LayoutModel.spill_bytes`, which
@@ -43,6 +50,7 @@ from dlaopt.formulations.bankmap.layouts import (
     LayoutModel,
     OpLayouts,
 )
+from dlaopt.formulations.base import HeuristicFailure
 
 _EPS = 1e-9
 
@@ -59,14 +67,30 @@ def _parallelism_key(model: LayoutModel, o: OpLayouts, c: int) -> tuple[int, int
     return (-model.shape(out0)[a], a, int(ch.free), c)
 
 
+def _allowed(model: LayoutModel, o: OpLayouts) -> list[int]:
+    """The allowed choices of ``o`` (:meth:`LayoutModel.allowed_choices`); none is a heuristic failure."""
+    allowed = model.allowed_choices(o)
+    if not allowed:
+        raise HeuristicFailure(f"operator '{o.name}' ({o.kind}) has no choice that writes its outputs in an "
+                               "allowed layout")
+    return allowed
+
+
+def _allowed_homes(model: LayoutModel, t: str) -> list[int]:
+    homes = model.allowed_homes(t)
+    if not homes:
+        raise HeuristicFailure(f"tensor '{t}' has no allowed layout")
+    return homes
+
+
 def local_choice(model: LayoutModel, o: OpLayouts) -> int:
     """The choice ``local`` gives operator ``o`` (see the module docstring)."""
-    return min(range(len(o.choices)), key=lambda c: _parallelism_key(model, o, c))
+    return min(_allowed(model, o), key=lambda c: _parallelism_key(model, o, c))
 
 
 def _largest_axis(model: LayoutModel, t: str) -> int:
     shape = model.shape(t)
-    return min(range(len(shape)), key=lambda a: (-shape[a], a))
+    return min(_allowed_homes(model, t), key=lambda a: (-shape[a], a))
 
 
 def local(model: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) -> BankMapping:
@@ -79,11 +103,13 @@ def local(model: LayoutModel, offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT) ->
     for o in model.ops:
         ch = o.choices[choices[o.name]]
         for t, r in zip(wl.operators[o.index].inputs, ch.inputs, strict=True):
-            if r is not None and t in free and t not in homes:
+            if r is not None and t in free and t not in homes and r in model.allowed_homes(t):
                 homes[t] = r
     for t in model.free_tensors:
-        homes.setdefault(t, _largest_axis(model, t))
-    return BankMapping(choices, homes, local_off_chip(model) | model.off_chip_tensors)
+        if t not in homes:
+            homes[t] = _largest_axis(model, t)
+    held = frozenset(model.home_allowed)  # held on chip by a layout constraint
+    return BankMapping(choices, homes, (local_off_chip(model) - held) | model.off_chip_tensors)
 
 
 def local_off_chip(model: LayoutModel) -> frozenset[str]:
@@ -169,7 +195,7 @@ class _Propagation:
             extent, axis, free, index = _parallelism_key(self.model, o, c)
             return (self.cost(o, o.choices[c]), free, extent, axis, index)
 
-        return min(range(len(o.choices)), key=key)
+        return min(_allowed(self.model, o), key=key)
 
     def free_home(self, t: str) -> int:
         req = self.req[t]
@@ -179,7 +205,7 @@ class _Propagation:
         def key(h: int) -> tuple[float, int, int]:
             return (sum(self.model.copy_cost(t, h, r, self.w) for r in req), int(h not in req), h)
 
-        return min(range(self.model.rank(t)), key=key)
+        return min(_allowed_homes(self.model, t), key=key)
 
 
 def _improve(model: LayoutModel, mapping: BankMapping, w: float, target: float) -> tuple[BankMapping, float, int]:
@@ -193,7 +219,7 @@ def _improve(model: LayoutModel, mapping: BankMapping, w: float, target: float) 
         for o in model.ops:
             if o.restricted:
                 continue
-            for c in range(len(o.choices)):
+            for c in model.allowed_choices(o):
                 if c == choices[o.name]:
                     continue
                 trial = BankMapping({**choices, o.name: c}, homes, mapping.off_chip)
@@ -201,7 +227,7 @@ def _improve(model: LayoutModel, mapping: BankMapping, w: float, target: float) 
                 if obj < current - _EPS * max(1.0, abs(current)):
                     choices[o.name], current, improved, moves = c, obj, True, moves + 1
         for t in model.free_tensors:
-            for h in range(model.rank(t)):
+            for h in model.allowed_homes(t):
                 if h == homes[t]:
                     continue
                 trial = BankMapping(choices, {**homes, t: h}, mapping.off_chip)
@@ -217,8 +243,9 @@ def propagate_detailed(model: LayoutModel,
     w = float(offchip_weight)
     st = _Propagation(model, w)
     for o in model.ops:
-        if o.restricted:
-            st.fix(o, 0)
+        allowed = _allowed(model, o)
+        if len(allowed) == 1:  # a restricted operator, or one the layout constraints leave one choice
+            st.fix(o, allowed[0])
     sweeps = seeded = 0
     while len(st.fixed) < len(model.ops):
         changed = True

@@ -14,6 +14,14 @@ tensors a tensor-pinning stage sends through main memory) becomes the model's fo
 those tensors in the mapping's ``off_chip`` and the evaluator rejects a solution that omits one. Names are checked
 here: an unknown tensor, or a graph input or weight (which never spills in this model, so forcing it would mean
 nothing), is an :class:`~dlaopt.errors.InputError` located at ``options.off_chip_tensors[i]``.
+
+User constraints (:mod:`.constraints`: ``layout``, ``layouts``, ``off_chip``) become typed records in the prepared
+data (:attr:`BankMapData.rules`): an ``off_chip`` constraint joins the forced off-chip set, the layout constraints
+the model's allowed homes (:attr:`~dlaopt.formulations.bankmap.layouts.LayoutModel.home_allowed`), which the MILP
+fixes as column bounds and the heuristics keep to. When they leave no mapping,
+:meth:`BankMapProblem.infeasibility_reason` says so (the test is exact and cheap) and
+:meth:`BankMapProblem.conflicting_constraints` names the constraints involved; the evaluator checks each record on
+its own (:func:`~dlaopt.formulations.bankmap.evaluate.constraint_violations`).
 """
 
 from __future__ import annotations
@@ -21,11 +29,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from dlaopt.errors import InputError
-from dlaopt.formulations.bankmap.evaluate import BankMappingError, evaluate, functional_check
+from dlaopt.formulations.bankmap.constraints import Rule, find_conflict, home_allowed, off_chip_names, parse_rules
+from dlaopt.formulations.bankmap.evaluate import BankMappingError, constraint_violations, evaluate, functional_check
 from dlaopt.formulations.bankmap.layouts import (
     DEFAULT_OFFCHIP_WEIGHT,
     BankMapping,
@@ -34,13 +43,14 @@ from dlaopt.formulations.bankmap.layouts import (
     off_chip_tensor_error,
 )
 from dlaopt.formulations.bankmap.methods import local, propagate
-from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
+from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
 from dlaopt.hardware.model import Accelerator, MemoryKind
 from dlaopt.solvers.result import SolveOptions
 from dlaopt.specs import bankmap as opts
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
+    from dlaopt.specs.constraints import KeyPath
 
 
 def banks_of(acc: Accelerator, source: str | None = None) -> tuple[int, int]:
@@ -61,18 +71,20 @@ def banks_of(acc: Accelerator, source: str | None = None) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class BankMapData(LayoutModel):
-    """A prepared bank-mapping instance: its layout model plus the options of the objective and of the evaluation."""
+    """A prepared bank-mapping instance: its layout model plus the options of the objective and of the evaluation,
+    and the user constraints as typed records (``rules``, file order)."""
 
     offchip_weight: float = DEFAULT_OFFCHIP_WEIGHT
     functional_check_limit: int = int(opts.DEFAULT_OPTIONS["functional_check_limit"])
+    rules: tuple[Rule, ...] = ()
 
     @classmethod
-    def of(cls, model: LayoutModel, options: Mapping[str, Any]) -> BankMapData:
-        """``model`` with ``options`` (missing keys take their defaults)."""
+    def of(cls, model: LayoutModel, options: Mapping[str, Any], rules: tuple[Rule, ...] = ()) -> BankMapData:
+        """``model`` with ``options`` (missing keys take their defaults) and the constraint records ``rules``."""
         o = {**opts.DEFAULT_OPTIONS, **dict(options)}
         parts = {f.name: getattr(model, f.name) for f in fields(LayoutModel)}
         return cls(**parts, offchip_weight=float(o["offchip_weight"]),
-                   functional_check_limit=int(o["functional_check_limit"]))
+                   functional_check_limit=int(o["functional_check_limit"]), rules=rules)
 
 
 def _off_chip_option(instance: Instance) -> list[str]:
@@ -115,22 +127,40 @@ class BankMapProblem(Problem[BankMapData, BankMapping]):
             model = build_layout_model(instance.graph, banks, bank_bytes, off_chip)
         except BankMappingError as exc:
             raise InputError(str(exc), file=instance.source, path=("workload",)) from None
-        return BankMapData.of(model, instance.options)
+        try:
+            rules = parse_rules(instance.constraints, instance.graph, model.tensor_names)
+        except InputError as exc:
+            raise exc.located(file=instance.source) from None
+        forced = off_chip_names(rules)
+        if rules:
+            model = replace(model, off_chip_tensors=model.off_chip_tensors | frozenset(forced),
+                            constrained_off_chip=frozenset(forced))
+            model = replace(model, home_allowed=home_allowed(model, rules))
+        return BankMapData.of(model, instance.options, rules)
 
     def infeasibility_reason(self, data: BankMapData) -> str | None:
         for o in data.ops:
             if not o.choices:
                 return f"operator {o.name} ({o.kind}) has no layout choice"
-        return None
+        found = find_conflict(data, data.rules)
+        return None if found is None else found[0]
+
+    def conflicting_constraints(self, data: BankMapData, options: SolveOptions) -> list[KeyPath] | None:
+        found = find_conflict(data, data.rules)
+        return None if found is None else found[1]
 
     def describe(self, data: BankMapData) -> dict[str, Any]:
         return {"banks": data.banks, "bank_bytes": data.bank_bytes, "operators": len(data.ops),
                 "tensors": len(data.tensor_names), "free_tensors": len(data.free_tensors),
                 "forced_off_chip_tensors": len(data.off_chip_tensors),
+                "layout_constrained_tensors": len(data.home_allowed),
                 "layout_choices": sum(len(o.choices) for o in data.ops)}
 
     # ------------------------------------------------------------------------------------------------ methods
     def run_heuristic(self, method: str, data: BankMapData, options: SolveOptions) -> BankMapping:
+        reason = find_conflict(data, data.rules)
+        if reason is not None:
+            raise HeuristicFailure(f"no mapping meets the constraints: {reason[0]}")
         if method == "local":
             return local(data, data.offchip_weight)
         if method == "propagate":
@@ -149,23 +179,28 @@ class BankMapProblem(Problem[BankMapData, BankMapping]):
                              path=("solver",), expected="highs or pyomo:NAME")
         t0 = time.perf_counter()
         w = data.offchip_weight
-        warm = propagate(data, w)
+        try:
+            warm: BankMapping | None = propagate(data, w)
+        except HeuristicFailure:  # the constraints leave no mapping: the MILP proves it
+            warm = None
         res = solve_exact(data, w, options=options, warm_start=warm, solver=solver or "highs")
         from dlaopt.solvers.highs_backend import HIGHS_VERSION
 
         return ExactOutcome(res.mapping, res.status, res.bound, solver or "highs",
                             HIGHS_VERSION if (solver or "highs") == "highs" else "", message=res.message,
                             model_stats=res.model_stats, model_objective=res.objective, objective_tolerance=1e-6,
-                            warm_start={"method": "propagate", "objective": res.warm_start_objective},
+                            warm_start={"method": "propagate", "objective": res.warm_start_objective}
+                            if warm is not None else None,
                             solve_time_s=time.perf_counter() - t0)
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def evaluate(self, data: BankMapData, solution: BankMapping) -> Evaluation:
         try:
             rep = evaluate(data, solution, data.offchip_weight)
+            broken = constraint_violations(data, solution, data.rules)
         except BankMappingError as exc:
             return Evaluation(False, None, [str(exc)])
-        violations = list(rep.violations)
+        violations = list(rep.violations) + broken
         metrics: dict[str, Any] = {
             "on_chip_copy_bytes": rep.on_chip_copy_bytes, "off_chip_copy_bytes": rep.off_chip_copy_bytes,
             "spill_bytes": rep.spill_bytes, "copies": len(rep.copies), "spilled_tensors": len(rep.spills)}
