@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlaopt.specs.constraints import LAYER_SELECTOR
+
 SCHEDULE_NAMES: tuple[str, ...] = ("XYZiZo", "XZiYZo", "XYZoZi", "XZoYZi", "ZiXYZo")
 
 OBJECTIVES: tuple[str, ...] = ("ed", "energy", "delay", "e2d", "ed2", "network_ed")
@@ -64,3 +66,38 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 }
 
 DEFAULT_OPTIONS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+
+_BOUND: dict[str, Any] = {
+    "anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "object", "additionalProperties": False, "minProperties": 1,
+         "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}}},
+    ],
+    "description": "A fixed value, or {min, max} bounds on it (inclusive).",
+}
+
+CONSTRAINTS: dict[str, Any] = {
+    "schedules": {
+        "description": "The schedules (seed 003's branches) the selected layers may run; several such constraints "
+        "on one layer intersect. Names as in options.schedules (the lower-case spelling of the fixed-<schedule> "
+        "methods is accepted too).",
+        "required": ["allowed"],
+        "properties": {
+            **LAYER_SELECTOR,
+            "allowed": {"type": "array", "minItems": 1, "uniqueItems": True,
+                        "items": {"enum": [*SCHEDULE_NAMES, *(s.lower() for s in SCHEDULE_NAMES)]}},
+        },
+    },
+    "array": {
+        "description": "The PE array's dimensions, fixed or bounded (at least one of them): rows J and columns K "
+        "(seed 003's J x K). "
+        "Under co-design they restrict the design space; otherwise the instance's array must meet them.",
+        "properties": {"rows": _BOUND, "cols": _BOUND},
+    },
+    "sram": {
+        "description": "On-chip SRAM sizes in kB, fixed or bounded (at least one of seed 003's fSRAM, iSRAM, pSRAM: "
+        "the filter, ifmap and psum SRAMs). Under co-design they restrict the design space; otherwise the "
+        "instance's SRAMs must meet them.",
+        "properties": {"fSRAM": _BOUND, "iSRAM": _BOUND, "pSRAM": _BOUND},
+    },
+}

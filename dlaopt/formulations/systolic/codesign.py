@@ -102,13 +102,20 @@ def restricted_los(fig: np.ndarray, max_schedules: int | None) -> tuple[np.ndarr
     return best_v, best_c
 
 
+def _restrict(values: np.ndarray, permitted: np.ndarray | None) -> np.ndarray:
+    """``values[l, s, h]`` with every schedule a layer may not run at +inf (never chosen: not a candidate)."""
+    return values if permitted is None else np.where(permitted[:, :, None], values, np.inf)
+
+
 # ----------------------------------------------------------------------------------------------- separable figures
 
 
-def exhaustive(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | None = None) -> CodesignAnswer:
-    """Every design point, every allowed schedule subset: the vectorised sweep."""
+def exhaustive(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | None = None,
+               permitted: np.ndarray | None = None) -> CodesignAnswer:
+    """Every design point, every allowed schedule subset: the vectorised sweep (``permitted[l, s]`` false: layer
+    ``l`` may not run schedule ``s``, which is then never enumerated for it)."""
     t0 = time.perf_counter()
-    values, choice = restricted_los(table.figure(fom), max_schedules)
+    values, choice = restricted_los(_restrict(table.figure(fom), permitted), max_schedules)
     h = best_index(values, area)
     if not np.isfinite(values[h]):
         return CodesignAnswer(h, choice[:, h], float("inf"), float("inf"), Status.INFEASIBLE, "exhaustive",
@@ -119,12 +126,14 @@ def exhaustive(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: i
 
 def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | None = None,
          options: SolveOptions | None = None, incumbent_points: int = 64,
-         area_budget: float | None = None) -> CodesignAnswer:
-    """The MILP of the module docstring on the design points that can still win, solved by HiGHS."""
+         area_budget: float | None = None, permitted: np.ndarray | None = None) -> CodesignAnswer:
+    """The MILP of the module docstring on the design points that can still win, solved by HiGHS. A layer's
+    schedule that ``permitted[l, s]`` forbids has its ``x_{l,s}`` and ``y_{l,s,h}`` columns fixed to 0 (and is left
+    out of the bound and the incumbent)."""
     from dlaopt.solvers.backends import solve_linear
 
     t0 = time.perf_counter()
-    fig = table.figure(fom)
+    fig = _restrict(table.figure(fom), permitted)
     n_layers, n_sched, _ = fig.shape
     lower, _ = los(fig)  # unrestricted LOS: a lower bound per point
     if area_budget is not None:
@@ -152,14 +161,16 @@ def milp(table: CostTable, fom: str, area: np.ndarray, *, max_schedules: int | N
     b = LinearModelBuilder("systolic-codesign")
     z = b.add_vars("z", nH, upper=1, integer=True)
     u = b.add_vars("u", n_sched, upper=1, integer=True)
-    y = b.add_vars("y", n_layers * n_sched * nH, upper=1, cost=f.ravel()).reshape(n_layers, n_sched, nH)
+    allow = np.ones((n_layers, n_sched)) if permitted is None else permitted.astype(np.float64)
+    y = b.add_vars("y", n_layers * n_sched * nH, upper=np.repeat(allow.ravel(), nH),
+                   cost=f.ravel()).reshape(n_layers, n_sched, nH)
     b.add_rows("one_point", 1, np.zeros(nH, dtype=np.int64), z, 1.0, lower=1, upper=1)
     lh = np.arange(n_layers * nH).reshape(n_layers, nH)  # rows "Σ_s y_{l,s,h} − z_h = 0"
     b.add_rows("runs_once", lh.size,
                np.concatenate([np.broadcast_to(lh[:, None, :], y.shape).ravel(), lh.ravel()]),
                np.concatenate([y.ravel(), np.tile(z, n_layers)]),
                np.concatenate([np.ones(y.size), -np.ones(lh.size)]), lower=0, upper=0)
-    x = b.add_vars("x", n_layers * n_sched, upper=1, integer=True).reshape(n_layers, n_sched)
+    x = b.add_vars("x", n_layers * n_sched, upper=allow.ravel(), integer=True).reshape(n_layers, n_sched)
     ls = np.arange(n_layers * n_sched).reshape(n_layers, n_sched)  # rows "Σ_h y_{l,s,h} − x_{l,s} = 0"
     b.add_rows("schedule_share", ls.size,
                np.concatenate([np.broadcast_to(ls[:, :, None], y.shape).ravel(), ls.ravel()]),
@@ -241,11 +252,14 @@ def _lex_min(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
     return out
 
 
-def network_ed(table: CostTable, area: np.ndarray, *, allowed: Sequence[int] | None = None) -> CodesignAnswer:
-    """Exact minimum of the true network E·D over design points and schedules (bound-ordered search)."""
+def network_ed(table: CostTable, area: np.ndarray, *, allowed: Sequence[int] | None = None,
+               permitted: np.ndarray | None = None) -> CodesignAnswer:
+    """Exact minimum of the true network E·D over design points and schedules (bound-ordered search); ``allowed``:
+    the schedule indices in use, ``permitted[l, s]`` false: layer ``l`` may not run schedule ``s``."""
     t0 = time.perf_counter()
     idx = np.arange(len(table.schedules)) if allowed is None else np.asarray(allowed)
-    E, D = table.energy[:, idx, :], table.delay[:, idx, :]
+    E = _restrict(table.energy, permitted)[:, idx, :]
+    D = _restrict(table.delay, permitted)[:, idx, :]
     lb = np.min(E, axis=1).sum(axis=0) * np.min(D, axis=1).sum(axis=0)
     order = np.lexsort((area, lb))
     best_v, best_h, best_c = float("inf"), int(order[0]), np.zeros(E.shape[0], dtype=int)

@@ -10,13 +10,21 @@ seed's FS), ``exhaustive`` (every design point, vectorised) and ``exact`` (the M
 per-layer-sum figures; the weighted-sum sweep for ``network_ed``). The heuristics run on the instance's hardware, or,
 when co-designing, on the best design point for their schedules (the instance's array and SRAM sizes are then not a
 candidate unless they lie in the design space: they may exceed the area budget).
+
+User constraints (:mod:`.constraints`): ``schedules`` (the schedules a layer may run), ``array`` and ``sram`` (fixed or
+bounded J, K and SRAM sizes). The exact methods enumerate only the permitted schedules (the MILP fixes the other
+columns to 0) on the design space enumerated within the bounds; the heuristics mask the full grid and the schedule
+table themselves and report that they found nothing when no candidate remains; the evaluator checks each record
+against the solution and names the one broken.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +32,7 @@ import numpy as np
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
 from dlaopt.formulations.systolic import codesign
+from dlaopt.formulations.systolic.constraints import SCHEDULED_KINDS, SystolicConstraints, parse
 from dlaopt.formulations.systolic.layers import SystolicLayer, network_layers
 from dlaopt.formulations.systolic.network import FIGURES, CostTable, cost_table, layer_energy_delay
 from dlaopt.formulations.systolic.technology import DesignPoints, DesignSpace, Technology
@@ -33,8 +42,10 @@ from dlaopt.specs import systolic as opts
 
 if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
+    from dlaopt.specs.constraints import KeyPath
 
 HW_KEYS = ("J", "K", "f_kb", "i_kb", "p_kb")
+SPACE_KEYS = {"rows": "J", "cols": "K", "f_kb": "f_kb", "i_kb": "i_kb", "p_kb": "p_kb"}  # DesignSpace range → key
 
 
 @dataclass(frozen=True)
@@ -57,9 +68,22 @@ class SystolicData:
     space: DesignSpace | None  # set when co-designing
     tech: Technology
     source: str | None = None
+    constraints: SystolicConstraints = field(default_factory=SystolicConstraints)
+
+    @cached_property
+    def permitted(self) -> np.ndarray:
+        """``[l, s]``: whether layer ``l`` may run schedule ``s`` under every ``schedules`` record."""
+        return self.constraints.permitted([la.name for la in self.layers], self.schedules)
 
     def points(self) -> DesignPoints:
-        return self.space.points(self.tech) if self.space is not None else self.base
+        """The design points the exact methods search: the design space enumerated within the user's array and
+        SRAM bounds when co-designing, else the instance's hardware if it meets them (else none)."""
+        if self.space is not None:
+            ranges = {k: self.constraints.range(key) for k, key in SPACE_KEYS.items()}
+            return dataclasses.replace(self.space, **ranges).points(self.tech)
+        hw = data_point(self.base, 0)
+        ok = all(lo <= hw[key] <= hi for key in HW_KEYS for lo, hi in [self.constraints.range(key)])
+        return self.base if ok else self.base.subset(np.zeros(0, dtype=np.int64))
 
     def table(self, points: DesignPoints, schedules: tuple[str, ...] | None = None) -> CostTable:
         """Every layer under every allowed schedule (or only ``schedules``) on every point."""
@@ -136,17 +160,58 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
                                      path=("hardware",), expected="SRAM sizes of " +
                                      ", ".join(str(s) for s in sorted(tech.sram_pj_per_bit)) + " kB")
         scheds = tuple(s for s in opts.SCHEDULE_NAMES if s in options["schedules"])
-        return SystolicData(layers, scheds, instance.objective, options, base, bits, space, tech, instance.source)
+        kinds = {op.name: str(op.kind) for op in instance.graph.operators if str(op.kind) in SCHEDULED_KINDS}
+        names = [la.name for la in layers]
+        try:
+            rules = parse(instance.constraints, names, kinds, sorted(float(s) for s in tech.sram_pj_per_bit))
+        except InputError as exc:
+            raise exc.located(file=instance.source) from None
+        return SystolicData(layers, scheds, instance.objective, options, base, bits, space, tech, instance.source,
+                            rules)
 
     def infeasibility_reason(self, data: SystolicData) -> str | None:
+        c = data.constraints
+        for li, layer in enumerate(data.layers):  # no schedule left for a layer
+            if not data.permitted[li].any():
+                rules = [r.label for r in c.schedules if layer.name in r.layers]
+                supported = "" if len(data.schedules) == len(opts.SCHEDULE_NAMES) else (
+                    f" among those the hardware supports (options.schedules: {', '.join(data.schedules)})")
+                return f"layer {layer.name} has no schedule allowed by " + ", ".join(rules) + supported
+        for key in HW_KEYS:  # bounds on one value that exclude each other
+            lo, hi = c.range(key)
+            if lo > hi:
+                return "no value meets " + " and ".join(f"{r.label}: {r.text()}" for r in c.rules_on(key))
+        if c.hardware:
+            points = data.points()
+            if not len(points):
+                if data.space is None:
+                    hw = data_point(data.base, 0)
+                    broken = [r for r in c.hardware if not r.lo <= hw[r.key] <= r.hi]
+                    return ("the instance's hardware (co-design is off) does not meet " + "; ".join(
+                        f"{r.label}: {r.text()}, it has {hw[r.key]:g}" for r in broken))
+                return (f"no design point within the {data.space.area_budget_mm2:g} mm² budget meets "
+                        + ", ".join(dict.fromkeys(r.label for r in c.hardware)))
         if data.space is not None:
             return None
         table = data.table(data.base)
-        fig = table.figure(_figure(data.objective))
+        fig = np.where(data.permitted[:, :, None], table.figure(_figure(data.objective)), np.inf)
         for li, layer in enumerate(data.layers):
             if not np.isfinite(fig[li, :, 0]).any():
                 return (f"layer {layer.name} cannot run on this hardware with any allowed schedule (an SRAM is "
                         "below the schedule's minimum: fSRAM >= R·S·C_uv·F_uv·b_f, iSRAM >= W·R·C_uv·b_i)")
+        return None
+
+    def conflicting_constraints(self, data: SystolicData, options: SolveOptions) -> list[KeyPath] | None:
+        """The cheap, certain cores: the schedule rules that leave a layer no schedule, or the bounds on one
+        hardware value that exclude each other (the harness reduces them further)."""
+        c = data.constraints
+        for li, layer in enumerate(data.layers):
+            if not data.permitted[li].any():
+                return [r.path for r in c.schedules if layer.name in r.layers]
+        for key in HW_KEYS:
+            lo, hi = c.range(key)
+            if lo > hi:
+                return list(dict.fromkeys(r.path for r in c.rules_on(key)))
         return None
 
     def describe(self, data: SystolicData) -> dict[str, Any]:
@@ -162,21 +227,31 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
 
     def run_heuristic(self, method: str, data: SystolicData, options: SolveOptions) -> SystolicSolution:
         # The candidate hardware: the instance's, or, when co-designing, every point of the design space — the
-        # instance's array and SRAM sizes (e.g. the preset's defaults) may lie outside it, over the area budget.
-        points = data.points()
+        # instance's array and SRAM sizes (e.g. the preset's defaults) may lie outside it, over the area budget —
+        # that meets the user's array and SRAM bounds.
+        points, bounded = _heuristic_points(data)
         where = "on this hardware" if data.space is None else (
             f"on any design point within the {data.space.area_budget_mm2:g} mm² budget")
+        if bounded:
+            where += " that meets " + ", ".join(bounded)
+        if not len(points):
+            raise HeuristicFailure("no candidate hardware meets " + ", ".join(bounded) + (
+                "" if data.space is None else f" within the {data.space.area_budget_mm2:g} mm² budget"))
         fom = _figure(data.objective)
+        allow, rule_of = _heuristic_schedules(data)
         if method == "los":
             table = data.table(points)
             if data.objective == codesign.NETWORK_ED:  # the best choice within every allowed schedule subset
-                answers = [codesign.network_ed(table, points.area_mm2, allowed=subset)
+                masked = CostTable(table.layers, table.schedules, np.where(allow[:, :, None], table.energy, np.inf),
+                                   np.where(allow[:, :, None], table.delay, np.inf))
+                answers = [codesign.network_ed(masked, points.area_mm2, allowed=subset)
                            for subset in codesign.schedule_subsets(len(data.schedules), data.options["max_schedules"])]
                 ans = min(answers, key=lambda a: a.value)
                 if ans.status != Status.OPTIMAL:
                     raise HeuristicFailure(f"no schedule choice has a finite delay {where}")
                 return self._solution(data, points, ans.point, ans.choice)
-            value, choice = codesign.restricted_los(table.figure(fom), data.options["max_schedules"])
+            fig = np.where(allow[:, :, None], table.figure(fom), np.inf)
+            value, choice = codesign.restricted_los(fig, data.options["max_schedules"])
             h = codesign.best_index(value, points.area_mm2)
             if not np.isfinite(value[h]):
                 raise HeuristicFailure(f"some layer has no allowed schedule that can run {where}")
@@ -184,6 +259,10 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         name = next((s for s in data.schedules if f"fixed-{s.lower()}" == method), None)
         if name is None:
             raise HeuristicFailure(f"schedule of '{method}' is not among the allowed schedules")
+        si = data.schedules.index(name)
+        if not allow[:, si].all():
+            li = int(np.flatnonzero(~allow[:, si])[0])
+            raise HeuristicFailure(f"{rule_of[li, si]}: layer {data.layers[li].name} may not run {name}")
         table = data.table(points, (name,))
         E, D = table.energy[:, 0, :], table.delay[:, 0, :]
         if data.objective == codesign.NETWORK_ED:
@@ -221,27 +300,32 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
         if solver not in (None, "highs"):
             raise InputError(f"the systolic models run on HiGHS, not '{solver}'", path=("solver",),
                              expected="highs")
-        points = data.points()
+        points = data.points()  # within the user's array / SRAM bounds
+        if not len(points):
+            return ExactOutcome(None, Status.INFEASIBLE, None, method, message="no design point meets the array and "
+                                "SRAM constraints", solve_time_s=time.perf_counter() - t0)
         table = data.table(points)
         table_s = time.perf_counter() - t0
         k = data.options["max_schedules"]
+        permitted = data.permitted if data.constraints.schedules else None
         if data.objective == codesign.NETWORK_ED:
             if k is not None and k < len(data.schedules):
                 best: codesign.CodesignAnswer | None = None
                 for subset in codesign.schedule_subsets(len(data.schedules), k):
-                    a = codesign.network_ed(table, points.area_mm2, allowed=subset)
+                    a = codesign.network_ed(table, points.area_mm2, allowed=subset, permitted=permitted)
                     if best is None or a.value < best.value:
                         best = a
                 assert best is not None
                 ans = best
             else:
-                ans = codesign.network_ed(table, points.area_mm2)
+                ans = codesign.network_ed(table, points.area_mm2, permitted=permitted)
         elif method == "exhaustive":
-            ans = codesign.exhaustive(table, _figure(data.objective), points.area_mm2, max_schedules=k)
+            ans = codesign.exhaustive(table, _figure(data.objective), points.area_mm2, max_schedules=k,
+                                      permitted=permitted)
         else:
             budget = data.space.area_budget_mm2 if data.space is not None else None
             ans = codesign.milp(table, _figure(data.objective), points.area_mm2, max_schedules=k, options=options,
-                                area_budget=budget)
+                                area_budget=budget, permitted=permitted)
         metrics = {"design_points": len(points), "table_s": table_s, **{f"model_{a}": b for a, b in ans.stats.items()
                                                                          if isinstance(b, int | float)}}
         if ans.status == Status.INFEASIBLE or not np.isfinite(ans.value):
@@ -265,6 +349,15 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
                 violations.append(f"hardware {hw} is not the instance's {data_point(data.base, 0)}")
         else:
             violations.extend(_design_space_violations(data.space, data.tech, hw, data.bits))
+        for rule in data.constraints.hardware:  # the user's array and SRAM bounds
+            v = hw[rule.key]
+            if v < rule.lo or v > rule.hi:
+                violations.append(f"{rule.label}: {rule.name} is {v}{rule.unit}, not {rule.requirement()}")
+        for rule in data.constraints.schedules:  # the schedules each layer may run
+            for name in rule.layers:
+                s = solution.schedules.get(name)
+                if s is not None and s not in rule.allowed:
+                    violations.append(f"{rule.label}: layer {name} runs {s}, allowed are {', '.join(rule.allowed)}")
         if violations:
             return Evaluation(False, None, violations)
         used = set()
@@ -330,6 +423,32 @@ class SystolicProblem(Problem[SystolicData, SystolicSolution]):
                 raise InputError(f"unknown schedule '{s}'", path=("solution", "schedules", n),
                                  expected="one of " + ", ".join(opts.SCHEDULE_NAMES))
         return SystolicSolution({k: int(hw[k]) for k in HW_KEYS}, dict(sch))
+
+
+def _heuristic_points(data: SystolicData) -> tuple[DesignPoints, list[str]]:
+    """The heuristics' candidate hardware: the whole grid (or the instance's point), then only the points inside
+    every ``array`` / ``sram`` bound; and the labels of those constraints."""
+    points = data.space.points(data.tech) if data.space is not None else data.base
+    keep = np.ones(len(points), dtype=bool)
+    labels: list[str] = []
+    for rule in data.constraints.hardware:
+        values = getattr(points, rule.key)
+        keep &= (values >= rule.lo) & (values <= rule.hi)
+        labels.append(rule.label)
+    return points.subset(np.flatnonzero(keep)), list(dict.fromkeys(labels))
+
+
+def _heuristic_schedules(data: SystolicData) -> tuple[np.ndarray, np.ndarray]:
+    """``[l, s]``: whether each ``schedules`` record selecting layer ``l`` allows schedule ``s``, and the label of
+    the first one that does not (``""`` where all do)."""
+    names = {la.name: li for li, la in enumerate(data.layers)}
+    rule_of = np.full((len(data.layers), len(data.schedules)), "", dtype=object)
+    for rule in data.constraints.schedules:
+        for layer in rule.layers:
+            for si, s in enumerate(data.schedules):
+                if s not in rule.allowed and not rule_of[names[layer], si]:
+                    rule_of[names[layer], si] = rule.label
+    return rule_of == "", rule_of
 
 
 def data_point(points: DesignPoints, h: int) -> dict[str, float]:

@@ -114,6 +114,13 @@ class DesignSpace:
     b_f: int = 8
     b_i: int = 8
     b_p: int = 32
+    # Ranges (inclusive) the points must lie in — a user's fixed or bounded array dimensions and SRAM sizes (kB);
+    # the grid is enumerated only within them.
+    rows: tuple[float, float] = (0.0, math.inf)
+    cols: tuple[float, float] = (0.0, math.inf)
+    f_kb: tuple[float, float] = (0.0, math.inf)
+    i_kb: tuple[float, float] = (0.0, math.inf)
+    p_kb: tuple[float, float] = (0.0, math.inf)
 
     def points(self, tech: Technology | None = None) -> DesignPoints:
         tech = tech or Technology()
@@ -133,14 +140,19 @@ class DesignSpace:
                              f"{MAX_ARRAY_SIZES}", path=("options", "design_space"),
                              expected="a smaller area_budget_mm2, or a larger min_pe or pe_step")
         dims = np.arange(self.min_pe, max_pe // self.min_pe + 1, self.pe_step, dtype=np.float64)
-        J, K = np.meshgrid(dims, dims, indexing="ij")
+        J, K = np.meshgrid(_within(dims, self.rows), _within(dims, self.cols), indexing="ij")
         keep = np.minimum(J, K) >= self.aspect_min * np.maximum(J, K)
         keep &= J * K * tech.pe_um2 + 3 * min_sram_area <= budget
         J, K = J[keep], K[keep]
         s = np.array(sizes, dtype=np.float64)
-        jj, ff, ii, pp = (a.ravel() for a in np.meshgrid(np.arange(J.size), s, s, s, indexing="ij"))
+        jj, ff, ii, pp = (a.ravel() for a in np.meshgrid(np.arange(J.size), _within(s, self.f_kb),
+                                                         _within(s, self.i_kb), _within(s, self.p_kb), indexing="ij"))
         Jv, Kv = J[jj], K[jj]
         area = tech.area_um2(Jv, Kv, ff, ii, pp)
         ok = (area <= budget) & (ff * KB_BITS >= Jv * Kv * self.b_f) & (ii * KB_BITS >= Jv * self.b_i)
         ok &= pp * KB_BITS >= Kv * self.b_p
         return DesignPoints(Jv[ok], Kv[ok], ff[ok], ii[ok], pp[ok], area[ok] / 1e6)
+
+
+def _within(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    return values[(values >= bounds[0]) & (values <= bounds[1])]
