@@ -49,3 +49,52 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 }
 
 DEFAULT_OPTIONS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+
+_JOBS: dict[str, Any] = {
+    "type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "uniqueItems": True,
+    "description": "Job names, as the job table names them (an inline table's names; 'network/layer' or "
+    "'network#k/layer' in a task group; 'network/layer' for a whole network).",
+}
+_ACCELERATORS: dict[str, Any] = {
+    "type": "array", "minItems": 1, "uniqueItems": True,
+    "items": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer", "minimum": 0}]},
+    "description": "Sub-accelerators by name (dlaopt show lists a platform's), or by 0-based position.",
+}
+_JOB: dict[str, Any] = {"type": "string", "minLength": 1, "description": "A job name."}
+
+CONSTRAINTS: dict[str, Any] = {
+    "allowed": {
+        "description": "The listed jobs run only on the listed sub-accelerators (e.g. 'job 7 runs on the big core').",
+        "required": ["jobs", "accelerators"],
+        "properties": {"jobs": _JOBS, "accelerators": _ACCELERATORS},
+    },
+    "forbidden": {
+        "description": "The listed jobs never run on the listed sub-accelerators.",
+        "required": ["jobs", "accelerators"],
+        "properties": {"jobs": _JOBS, "accelerators": _ACCELERATORS},
+    },
+    "window": {
+        "description": "Each listed job starts no earlier than release_us and finishes no later than deadline_us "
+        "(one of them or both; microseconds from the start of the group, on the evaluator's timeline: a "
+        "sub-accelerator whose next job is not released yet idles until it is).",
+        "required": ["jobs"],  # and release_us or deadline_us or both (checked when the instance is prepared)
+        "properties": {
+            "jobs": _JOBS,
+            "release_us": {"type": "number", "minimum": 0, "description": "Earliest start (µs)."},
+            "deadline_us": {"type": "number", "exclusiveMinimum": 0, "description": "Latest finish (µs)."},
+        },
+    },
+    "precedence": {
+        "description": "Job 'after' starts no earlier than job 'before' has finished (its sub-accelerator idles "
+        "until then), as the option precedence does for a tenant's consecutive layers.",
+        "required": ["before", "after"],
+        "properties": {"before": _JOB, "after": _JOB},
+    },
+    "colocate": {
+        "description": "The listed jobs all run on the same sub-accelerator (any one).",
+        "required": ["jobs"],
+        "properties": {"jobs": {**_JOBS, "minItems": 2}},
+    },
+}
+"""The user constraints of the problem (the instance's ``constraints:`` list), enforced by the CP-SAT model, every
+heuristic and the fluid evaluator; an infeasible combination is reported by position and kind."""

@@ -69,6 +69,13 @@ With an ``upper`` bound (the makespan of a known solution) the MILP may also for
 ``D[j, a] > upper`` and cap ``T ≤ upper``: an optimal solution has makespan ``≤ upper``, so it uses no such pair and
 remains feasible; the bound stays valid for the optimum (hence for every solution) and the LP gets tighter.
 
+**User constraints** (``data.constraints``). A bound of the unconstrained problem stays a lower bound under any
+constraint (the constrained solutions are some of the solutions); it is tightened with what is cheap and valid: a
+job's ``x`` may be 1 only where its colocation group may run (placement constraints), the jobs of a group take the
+same ``x`` column, and the job row becomes ``T ≥ release[j] + Σ_a D[j, a] x[j, a]`` (a job starts no earlier than its
+release and runs at least ``D``); the closed form takes its minima over those sub-accelerators and adds
+``max_j (release[j] + min_a D[j, a])``. Deadlines do not bound the makespan from below and are left out.
+
 Numerics: times are divided by the closed-form bound (so ``T`` is ``O(1)``) and HiGHS' dual bound is trusted up to
 its tolerances; the reported value is multiplied by ``1 - SAFETY`` (``SAFETY = 1e-6``) before it is compared with the
 closed form.
@@ -163,21 +170,34 @@ def _longest_chain(n_jobs: int, precedence: tuple[tuple[int, int], ...], weight:
     return float(finish.max())
 
 
+def _where(data: MultiAccelData) -> np.ndarray:
+    """``[J, A]``: where each job may run under the user's placement and colocation constraints."""
+    t = data.table
+    if not data.constraints:
+        return np.ones((t.n_jobs, t.n_accelerators), dtype=bool)
+    return data.constraints.group_mask(t.n_jobs, t.n_accelerators)
+
+
 def closed_form_bound(data: MultiAccelData, semantics: Semantics = "fluid") -> float:
     """The term-by-term bound of the module docstring (each job on its best sub-accelerator in every term)."""
     t = data.table
     if t.n_jobs == 0:
         return 0.0
     m = t.n_accelerators
-    d_min = min_durations(data).min(axis=1)
-    v_min = t.volume.min(axis=1)
+    where = _where(data)
+
+    def best(x: np.ndarray) -> np.ndarray:
+        return np.where(where, x, np.inf).min(axis=1)
+
+    d_min = best(min_durations(data))
+    v_min = best(t.volume)
     out = max(float(d_min.max()), float(v_min.sum()) / float(data.system_bandwidth), float(d_min.sum()) / m,
-              _longest_chain(t.n_jobs, data.precedence, d_min))
+              _longest_chain(t.n_jobs, data.precedence, d_min), float((data.release + d_min).max()))
     if semantics == "fluid":
         lp, over = progress_terms(data)
-        lp_min = lp.min(axis=1)
+        lp_min = best(lp)
         q = max(float(lp_min.sum()) / m, float(lp_min.max()), _longest_chain(t.n_jobs, data.precedence, lp_min))
-        out = max(out, q + float(over.min(axis=1).sum()))
+        out = max(out, q + float(best(over).sum()))
     return out
 
 
@@ -212,11 +232,11 @@ def build_bound_model(data: MultiAccelData, *, integer: bool = True, upper: floa
     s = float(scale) if scale is not None else (lb0 if lb0 > 0 else 1.0)
     d = min_durations(data) / s
     vol = t.volume / (float(data.system_bandwidth) * s)
-    x_upper = np.ones((n, m))
+    x_upper = _where(data).astype(float)
     t_upper = math.inf
     if upper is not None and math.isfinite(upper):
         u = float(upper) * (1.0 + 1e-9) / s
-        x_upper = np.where(d <= u, 1.0, 0.0)
+        x_upper = np.where(d <= u, x_upper, 0.0)
         t_upper = u
     b = LinearModelBuilder(f"multiaccel-bound-{semantics}" + ("" if integer else "-lp"))
     x = b.add_vars("x", n * m, upper=x_upper.ravel(), integer=integer)
@@ -230,7 +250,14 @@ def build_bound_model(data: MultiAccelData, *, integer: bool = True, upper: floa
     b.add_rows("volume", 1, np.zeros(n * m + 1, dtype=np.int64), np.concatenate([x, [big_t]]),
                np.concatenate([vol.ravel(), [-1.0]]), upper=0.0)
     b.add_rows("job", n, np.concatenate([jj, np.arange(n)]), np.concatenate([x, np.full(n, big_t)]),
-               np.concatenate([d.ravel(), -np.ones(n)]), upper=0.0)
+               np.concatenate([d.ravel(), -np.ones(n)]), upper=-data.release / s)
+    lead = data.constraints.leaders(n)
+    follow = np.flatnonzero(lead != np.arange(n))
+    if follow.size:  # a colocation group shares its leader's column
+        k = follow.size * m
+        b.add_rows("colocate", k, np.concatenate([np.arange(k), np.arange(k)]),
+                   np.concatenate([xg[follow].ravel(), xg[lead[follow]].ravel()]),
+                   np.concatenate([np.ones(k), -np.ones(k)]), lower=0.0, upper=0.0)
     prec = np.asarray(data.precedence, dtype=np.int64).reshape(-1, 2)
     if prec.size:
         _chain_rows(b, "e", prec, xg, d, big_t)

@@ -17,6 +17,12 @@ Semantics (the ground truth every method of the problem is judged by):
   with ``L = 0`` finishes the instant it starts.
 * Precedence pairs ``(before, after)`` (an option of the problem, not of the seed): a sub-accelerator whose next job
   has an unfinished predecessor idles until the last predecessor finishes, then starts it at that instant.
+* Release times (user ``window`` constraints): a sub-accelerator whose next job is not released yet idles until
+  its release (the latest of its windows), then starts it at that instant. A job's *start* and *finish* are those of
+  this timeline; a deadline is met when the job finishes no later than it (relative tolerance 1e-9).
+* User ``precedence`` constraints are precedence pairs like the option's; the user's ``allowed`` / ``forbidden`` /
+  ``colocate`` constraints restrict the assignment only. :func:`check` names each one an assignment breaks
+  (``"constraints[2] (colocate): ..."``), :func:`timing_violations` each window or precedence the timeline breaks.
 * **Deadlock** — the orders and the precedence pairs together form a cycle (e.g. ``after`` placed before ``before``
   on the same sub-accelerator, or crossed orders on two sub-accelerators), so some sub-accelerator would wait
   forever. :func:`check` reports it as a violation (``"deadlock: ..."``) and :func:`simulate` raises
@@ -28,8 +34,9 @@ Three entry points share these semantics:
 * :class:`FluidEvaluator` — the same simulation prepared once per instance: :meth:`FluidEvaluator.makespan` (no
   checks, no segment recording; the fast path) and :meth:`FluidEvaluator.batch_end_times` (a numpy simulation of a
   whole population at once, one event of every individual per step).
-* :func:`check` — the violations of an assignment (every job exactly once, indices valid, no deadlock) and of the
-  data (finite non-negative table, positive system bandwidth).
+* :func:`check` — the violations of an assignment (every job exactly once, indices valid, no deadlock, the user's
+  placement and colocation constraints) and of the data (finite non-negative table, positive system bandwidth);
+  :func:`violations` adds those of the simulated timeline (deadlines, and as guards releases and precedence).
 
 The scalar simulation keeps one *virtual progress clock* ``P`` (``dP/dt = s``) for the bandwidth-consuming jobs: one
 started at progress ``P0`` ends when ``P = P0 + L``, so the next completion is a heap minimum and an event costs
@@ -109,8 +116,36 @@ def _cycle(n: int, edges: Sequence[tuple[int, int]]) -> list[int] | None:
     return None
 
 
+def precedence_cycle(data: MultiAccelData) -> list[int] | None:
+    """A cycle of the precedence pairs alone (no assignment can run them), or ``None``."""
+    return _cycle(data.table.n_jobs, [(int(u), int(v)) for u, v in data.precedence])
+
+
+def _constraint_violations(data: MultiAccelData, order: Sequence[Sequence[int]]) -> list[str]:
+    """The user's placement (allowed / forbidden) and colocation constraints broken by a structurally valid
+    assignment, one message per broken constraint, each starting with the constraint's label."""
+    cons, t = data.constraints, data.table
+    where: dict[int, int] = {int(j): a for a, jobs in enumerate(order) for j in jobs}
+    out: list[str] = []
+    for r in cons.placement:
+        listed = set(r.accelerators)
+        bad = [j for j in r.jobs if (where[j] in listed) != (r.kind == "allowed")]
+        if bad:
+            names = ", ".join(f"'{t.jobs[j]}' on '{t.accelerators[where[j]]}'" for j in bad)
+            accs = ", ".join(t.accelerators[a] for a in r.accelerators)
+            rule = f"allowed only on {accs}" if r.kind == "allowed" else f"forbidden on {accs}"
+            out.append(f"{r.label}: {names} ({rule})")
+    for r in cons.colocate:
+        used = {where[j] for j in r.jobs}
+        if len(used) > 1:
+            out.append(f"{r.label}: the jobs run on {len(used)} sub-accelerators, not one: "
+                       + ", ".join(f"'{t.jobs[j]}' on '{t.accelerators[where[j]]}'" for j in r.jobs))
+    return out
+
+
 def check(data: MultiAccelData, assignment: Assignment) -> list[str]:
-    """Everything wrong with ``assignment`` for ``data`` (empty: :func:`simulate` will run it)."""
+    """Everything wrong with ``assignment`` for ``data`` (empty: :func:`simulate` will run it), the user's
+    placement and colocation constraints included."""
     out = _data_violations(data)
     n_jobs, n_acc = data.table.n_jobs, data.table.n_accelerators
     order = assignment.order
@@ -143,9 +178,50 @@ def check(data: MultiAccelData, assignment: Assignment) -> list[str]:
         edges += [(int(jobs[k]), int(jobs[k + 1])) for jobs in order for k in range(len(jobs) - 1)]
         cyc = _cycle(n_jobs, edges)
         if cyc is not None:
-            out.append("deadlock: the orders and the precedence pairs form the cycle "
-                       + " -> ".join(map(str, [*cyc, cyc[0]])) + " (some sub-accelerator would wait forever)")
+            text = ("deadlock: the orders and the precedence pairs form the cycle "
+                    + " -> ".join(map(str, [*cyc, cyc[0]])) + " (some sub-accelerator would wait forever)")
+            on_cycle = set(zip(cyc, [*cyc[1:], cyc[0]], strict=True))
+            users = [r for r in data.constraints.precedence if (r.before, r.after) in on_cycle]
+            names = data.table.jobs
+            out.extend(f"{r.label}: '{names[r.after]}' must wait for '{names[r.before]}', but the orders make it "
+                       f"wait forever ({text})" for r in users)
+            if not users:
+                out.append(text)
+    if structural_ok:
+        out.extend(_constraint_violations(data, order))
     return out
+
+
+def timing_violations(data: MultiAccelData, sim: Simulation) -> list[str]:
+    """The user's windows and precedence constraints broken by a simulated timeline, each message starting with the
+    constraint's label. (The timeline waits for releases and predecessors, so only a deadline can be missed by a
+    valid assignment; the other checks guard the simulation itself.)"""
+    t, out = data.table, []
+    us = 1e6
+    for r in data.constraints.windows:
+        for j in r.jobs:
+            s_j, e_j = float(sim.start[j]), float(sim.end[j])
+            if r.release is not None and s_j < r.release * (1 - 1e-9) - 1e-15:
+                out.append(f"{r.label}: job '{t.jobs[j]}' starts at {s_j * us:.6g} µs, before its release "
+                           f"{r.release * us:.6g} µs")
+            if r.deadline is not None and e_j > r.deadline * (1 + 1e-9) + 1e-15:
+                out.append(f"{r.label}: job '{t.jobs[j]}' finishes at {e_j * us:.6g} µs, after its deadline "
+                           f"{r.deadline * us:.6g} µs")
+    for r in data.constraints.precedence:
+        s_a, e_b = float(sim.start[r.after]), float(sim.end[r.before])
+        if s_a < e_b * (1 - 1e-9) - 1e-15:
+            out.append(f"{r.label}: job '{t.jobs[r.after]}' starts at {s_a * us:.6g} µs, before "
+                       f"'{t.jobs[r.before]}' finishes at {e_b * us:.6g} µs")
+    return out
+
+
+def violations(data: MultiAccelData, assignment: Assignment) -> list[str]:
+    """Every violation of ``assignment``: :func:`check`, then (when it runs) :func:`timing_violations` of its
+    simulation. Empty: the assignment is a solution."""
+    out = check(data, assignment)
+    if out:
+        return out
+    return timing_violations(data, FluidEvaluator(data).simulate(assignment, validate=False))
 
 
 # ------------------------------------------------------------------------------------------------- evaluator
@@ -170,12 +246,20 @@ class FluidEvaluator:
         for s in self.succ:
             s.sort()
         self.has_precedence = any(self.indegree)
+        release = [0.0] * self.n_jobs
+        for r in data.constraints.windows:
+            if r.release is not None:
+                for j in r.jobs:
+                    release[j] = max(release[j], float(r.release))
+        self._release = release
+        self.release = np.asarray(release, dtype=float)
+        self.has_release = any(x > 0.0 for x in release)
 
     # ---------------------------------------------------------------------------------------------- scalar
     def _run(self, order: Sequence[Sequence[int]], record: bool
              ) -> tuple[list[float], list[float], list[Segment], bool]:
         """Start and end per job, the segments (if ``record``) and whether every job ran (``False``: deadlock)."""
-        lat, bw, bw_sys = self._lat, self._bw, self.system_bandwidth
+        lat, bw, bw_sys, release = self._lat, self._bw, self.system_bandwidth, self._release
         n_acc = len(order)
         start = [math.nan] * self.n_jobs
         end = [math.nan] * self.n_jobs
@@ -187,6 +271,8 @@ class FluidEvaluator:
         bcur = [0.0] * n_acc  # its request (0 when idle or a zero-bandwidth job)
         bw_heap: list[tuple[float, int]] = []  # (progress at which it ends, sub-accelerator)
         rt_heap: list[tuple[float, int]] = []  # (time at which it ends, sub-accelerator): zero-bandwidth jobs
+        rel_heap: list[tuple[float, int]] = []  # (release, sub-accelerator): idle until its next job is released
+        waiting = [False] * n_acc
         t = 0.0
         prog = 0.0
 
@@ -196,6 +282,11 @@ class FluidEvaluator:
                 return
             j = jobs[ptr[a]]
             if preds_left[j]:
+                return
+            if release[j] > t:
+                if not waiting[a]:
+                    waiting[a] = True
+                    heapq.heappush(rel_heap, (release[j], a))
                 return
             ptr[a] += 1
             cur[a] = j
@@ -209,11 +300,24 @@ class FluidEvaluator:
 
         for a in range(n_acc):
             try_start(a)
-        while bw_heap or rt_heap:
+        while bw_heap or rt_heap or rel_heap:
             total = sum(bcur)
             s = bw_sys / total if total > bw_sys else 1.0
             t_bw = t + (bw_heap[0][0] - prog) / s if bw_heap else math.inf
             t_rt = rt_heap[0][0] if rt_heap else math.inf
+            t_rel = rel_heap[0][0] if rel_heap else math.inf
+            if t_rel < min(t_bw, t_rt):  # a release comes first: the waiting sub-accelerators start then
+                t_next = max(t, t_rel)
+                if record and t_next > t:
+                    run = [a for a in range(n_acc) if cur[a] >= 0]
+                    segments.append(Segment(t, t_next, tuple(cur[a] for a in run), tuple(bcur[a] * s for a in run)))
+                prog += (t_next - t) * s
+                t = t_next
+                while rel_heap and rel_heap[0][0] <= t:
+                    a = heapq.heappop(rel_heap)[1]
+                    waiting[a] = False
+                    try_start(a)
+                continue
             if t_bw <= t_rt:
                 t_next = max(t, t_bw)
                 new_prog = max(prog, bw_heap[0][0])
@@ -248,6 +352,13 @@ class FluidEvaluator:
                     try_start(a)
         complete = all(ptr[a] == len(order[a]) for a in range(n_acc))
         return start, end, segments, complete
+
+    def times(self, order: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Start and end of every job of a *valid* assignment's orders (no checks; ``None`` when it deadlocks)."""
+        start, end, _, complete = self._run(order, record=False)
+        if not complete:
+            return None
+        return np.asarray(start, dtype=float), np.asarray(end, dtype=float)
 
     def makespan(self, order: Sequence[Sequence[int]]) -> float:
         """The makespan of a *valid* assignment's orders (no checks; ``inf`` when it deadlocks)."""
@@ -298,6 +409,8 @@ class FluidEvaluator:
         t = np.zeros(n_pop)
         end = np.full((n_pop, self.n_jobs), np.inf)
         prec = self.has_precedence
+        rel = self.has_release
+        release = self.release
         if prec:
             # counts kept as floats so that the decrement is one BLAS product (exact for these small integers)
             preds_left = np.tile(np.asarray(self.indegree, dtype=float), (n_pop, 1))
@@ -310,6 +423,11 @@ class FluidEvaluator:
             can = (cur < 0) & (head >= 0)
             if prec:
                 can &= preds_left[rows, np.maximum(head, 0)] == 0
+            wait = np.zeros_like(can)
+            if rel:  # a head not released yet keeps its sub-accelerator idle until its release
+                r_head = release[np.maximum(head, 0)]
+                wait = can & (r_head > t[:, None])
+                can &= ~wait
             if can.any():
                 h = np.where(can, head, 0)
                 cur = np.where(can, head, cur)
@@ -317,7 +435,7 @@ class FluidEvaluator:
                 tau = np.where(can, lat[h, cols], tau)
                 bcur = np.where(can, bwt[h, cols], bcur)
             running = cur >= 0
-            if not running.any():
+            if not running.any() and not wait.any():
                 break
             total = bcur.sum(axis=1)
             over = total > bw_sys
@@ -325,9 +443,15 @@ class FluidEvaluator:
             speed = np.where(bcur > 0, s[:, None], 1.0)
             ft = np.where(running, tau / speed, np.inf)
             dt = ft.min(axis=1)
+            if rel:
+                r_next = np.where(wait, r_head, np.inf).min(axis=1)
+                first = r_next - t < dt
+                dt = np.where(first, r_next - t, dt)
             active = np.isfinite(dt)
             dt = np.where(active, dt, 0.0)
             t_new = t + dt
+            if rel:
+                t_new = np.where(first, r_next, t_new)  # land on the release exactly
             done = running & (ft <= (t_new + TIE_RTOL * t_new)[:, None] - t[:, None])
             tau = np.where(running, tau - dt[:, None] * speed, tau)
             pr, pa = np.nonzero(done)

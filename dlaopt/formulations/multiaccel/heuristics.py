@@ -34,6 +34,18 @@ system bandwidth, but not for contention between concurrent jobs (which only the
 * ``random`` — a uniformly random sub-accelerator and a uniformly random priority per job, decoded like a MAGMA
   individual (seeded).
 * ``magma`` — the seed's genetic algorithm (§7.2), see :func:`run_magma`.
+
+**User constraints** (``data.constraints``). Every method keeps each job where its colocation group may run
+(the placement constraints of all its members) and a group on one sub-accelerator: the earliest-finish methods
+choose among those, the first job of a group where the whole group would finish first, and send the others
+where it went; ``ai-mt`` deals a job to the next sub-accelerator
+in its rotation that the group may use; ``random`` and ``magma`` map every sub-accelerator gene into the group's
+allowed set and give the group its first job's gene. Precedence constraints are precedence pairs (the orders follow
+one precedence-respecting global order); the estimates start no job before its release. ``herald`` and ``lpt``
+walk the jobs with a deadline first, earliest deadline first, then by release (a job released late would keep its
+sub-accelerator idle until then, so it goes after the others), and MAGMA ranks every schedule that
+misses one after every schedule that does not (tardiness penalty). A method whose schedule still misses a deadline
+(by the fluid evaluator) raises :class:`~dlaopt.formulations.base.HeuristicFailure`: it found nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dlaopt.formulations.base import HeuristicFailure
 from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check, queues_from_genomes
 from dlaopt.formulations.multiaccel.model import Assignment, MultiAccelData
 
@@ -101,6 +114,60 @@ def topological_order(data: MultiAccelData, key: Sequence[object] | None = None)
     return out
 
 
+def _where(data: MultiAccelData) -> tuple[np.ndarray, np.ndarray]:
+    """``[J, A]`` where each job may run (its colocation group's placement constraints) and ``[J]`` the group
+    leader of every job (itself without colocation)."""
+    n, m = data.table.n_jobs, data.table.n_accelerators
+    if not data.constraints:
+        return np.ones((n, m), dtype=bool), np.arange(n)
+    return data.constraints.group_mask(n, m), data.constraints.leaders(n)
+
+
+def placement_repair(data: MultiAccelData) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A map of sub-accelerator genomes ``[P, J]`` onto the user's placement and colocation constraints: a job's
+    gene becomes its group leader's, and a sub-accelerator the group may not use becomes one it may (the allowed
+    ones in turn, so the map stays spread). ``None`` without such constraints."""
+    cons = data.constraints
+    if not (cons.placement or cons.colocate):
+        return None
+    mask, lead = _where(data)
+    n, m = mask.shape
+    fix = np.tile(np.arange(m), (n, 1))
+    for j in range(n):
+        ok = np.flatnonzero(mask[j])
+        if ok.size == 0:
+            raise HeuristicFailure(f"job '{data.table.jobs[j]}' may run on no sub-accelerator")
+        bad = ~mask[j]
+        fix[j, bad] = ok[np.arange(m)[bad] % ok.size]
+    return lambda accel: fix[lead[None, :], np.asarray(accel)[:, lead]]
+
+
+def _deadline_key(data: MultiAccelData) -> np.ndarray | None:
+    """``[J]`` deadlines (``inf`` where none), or ``None`` when no job has one."""
+    d = data.constraints.deadline(data.table.n_jobs) if data.constraints.windows else None
+    return d if d is not None and np.isfinite(d).any() else None
+
+
+def deliver(data: MultiAccelData, assignment: Assignment, method: str) -> Assignment:
+    """``assignment`` when its fluid timeline meets every deadline of the user's windows; otherwise
+    :class:`HeuristicFailure` naming the first missed one."""
+    deadline = _deadline_key(data)
+    if deadline is None:
+        return assignment
+    times = FluidEvaluator(data).times(assignment.order)
+    if times is None:
+        raise HeuristicFailure(f"{method}: its schedule deadlocks")
+    end = times[1]
+    late = np.flatnonzero(end > deadline * (1 + 1e-9) + 1e-15)
+    if late.size:
+        j = int(late[0])
+        labels = [r.label for r in data.constraints.windows if j in r.jobs and r.deadline is not None
+                  and end[j] > r.deadline * (1 + 1e-9) + 1e-15]
+        raise HeuristicFailure(f"{method}: found no schedule meeting the deadlines: job '{data.table.jobs[j]}' "
+                               f"finishes at {end[j] * 1e6:.6g} µs ({', '.join(labels)}; {late.size} job(s) late)")
+    return assignment
+
+
 def _require_accelerators(data: MultiAccelData) -> None:
     if data.table.n_accelerators == 0:
         raise ValueError("the platform has no sub-accelerator")
@@ -120,13 +187,21 @@ def _earliest_finish(data: MultiAccelData, sequence: Sequence[int]) -> Assignmen
     d = standalone_durations(data)
     preds, _ = _graph(data)
     n_jobs, n_acc = d.shape
+    mask, lead = _where(data)
+    release = data.release
+    placed: dict[int, int] = {}
     load = np.zeros(n_acc)
     finish = np.zeros(n_jobs)
     accel = np.zeros(n_jobs, dtype=int)
+    group_work = np.zeros_like(d)  # a colocation group's total work per sub-accelerator
+    np.add.at(group_work, lead, d)
     for j in sequence:
-        ready = max((finish[u] for u in preds[j]), default=0.0)
-        ends = np.maximum(load, ready) + d[j]
-        a = int(np.argmin(ends))
+        ready = max([float(release[j]), *(finish[u] for u in preds[j])])
+        ends = np.where(mask[j], np.maximum(load, ready) + d[j], np.inf)
+        g = int(lead[j])
+        if g not in placed:  # the group's first job: where the whole group would finish first
+            placed[g] = int(np.argmin(np.where(mask[j], np.maximum(load, ready) + group_work[g], np.inf)))
+        a = placed[g]
         accel[j], finish[j], load[a] = a, ends[a], ends[a]
     return _lists(sequence, accel, n_acc)
 
@@ -143,8 +218,10 @@ def herald(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = No
         first.setdefault(t, len(first))
         rank_in_tenant.append(count.get(t, 0))
         count[t] = count.get(t, 0) + 1
-    key = [(rank_in_tenant[j], first[tenants[j]], j) for j in range(data.table.n_jobs)]
-    return _earliest_finish(data, topological_order(data, key))
+    dl, rel = _deadline_key(data), data.release
+    key = [(float(dl[j]) if dl is not None else 0.0, float(rel[j]), rank_in_tenant[j], first[tenants[j]], j)
+           for j in range(data.table.n_jobs)]
+    return deliver(data, _earliest_finish(data, topological_order(data, key)), "herald")
 
 
 def lpt(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = None, budget: int | None = None,
@@ -152,8 +229,10 @@ def lpt(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = None,
     """Longest processing time first, each job to its earliest-finishing sub-accelerator."""
     _require_accelerators(data)
     work = standalone_durations(data).min(axis=1)
-    key = [(-float(work[j]), j) for j in range(data.table.n_jobs)]
-    return _earliest_finish(data, topological_order(data, key))
+    dl, rel = _deadline_key(data), data.release
+    key = [(float(dl[j]) if dl is not None else 0.0, float(rel[j]), -float(work[j]), j)
+           for j in range(data.table.n_jobs)]
+    return deliver(data, _earliest_finish(data, topological_order(data, key)), "lpt")
 
 
 def ai_mt(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = None, budget: int | None = None,
@@ -173,10 +252,19 @@ def ai_mt(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = Non
             position[by_bw[hi]] = k
             hi -= 1
     sequence = topological_order(data, position)
+    mask, lead = _where(data)
+    placed: dict[int, int] = {}
     accel = np.zeros(n_jobs, dtype=int)
     for k, j in enumerate(sequence):
-        accel[j] = (k % n_acc + k // n_acc) % n_acc
-    return _lists(sequence, accel, n_acc)
+        a = (k % n_acc + k // n_acc) % n_acc
+        g = int(lead[j])
+        if g in placed:
+            a = placed[g]
+        elif not mask[j, a]:  # the next sub-accelerator of the rotation that the job's group may use
+            a = next(b % n_acc for b in range(a, a + n_acc) if mask[j, b % n_acc])
+        placed[g] = a
+        accel[j] = a
+    return deliver(data, _lists(sequence, accel, n_acc), "ai-mt")
 
 
 # ------------------------------------------------------------------------------------------- genome decoding
@@ -251,7 +339,10 @@ def random_assignment(data: MultiAccelData, *, seed: int = 0, time_limit: float 
     n_jobs, n_acc = data.table.n_jobs, data.table.n_accelerators
     accel = rng.integers(0, n_acc, n_jobs)
     prio = rng.random(n_jobs)
-    return GenomeDecoder(data).assignment(accel, prio)
+    repair = placement_repair(data)
+    if repair is not None:
+        accel = repair(accel[None, :])[0]
+    return deliver(data, GenomeDecoder(data).assignment(accel, prio), "random")
 
 
 # ---------------------------------------------------------------------------------------------------- MAGMA
@@ -269,6 +360,7 @@ class MagmaResult:
     generations: int = 0
     elapsed_s: float = 0.0
     stopped_by_time: bool = False
+    meets_deadlines: bool = True  # False: every schedule it saw misses a deadline of the user's windows
 
 
 class _Magma:
@@ -285,17 +377,37 @@ class _Magma:
         self.n_parent = min(population, max(2, int(math.ceil(population * parent_ratio))))
         self.mean_objective = data.objective == "mean_completion"
         self.evaluations = 0
+        self.repair = placement_repair(data)
+        self.deadline = _deadline_key(data)
+        self.penalty = 0.0
+        if self.deadline is not None:
+            # more than the makespan of any schedule: every job at its slowest fluid speed, one after another,
+            # after the last release
+            lat = np.asarray(data.table.latency, dtype=float)
+            bw = np.asarray(data.table.bandwidth, dtype=float)
+            slow = max(1.0, float(bw.max(axis=0).sum()) / float(data.system_bandwidth))
+            self.penalty = 2.0 * (float(data.release.max()) + float(lat.max(axis=1).sum()) * slow) + 1e-9
 
     def fitness(self, accel: np.ndarray, prio: np.ndarray) -> np.ndarray:
         end = self.ev.batch_end_times(self.decoder.queues(accel, prio))
         self.evaluations += accel.shape[0]
         if not self.n_jobs:
             return np.zeros(accel.shape[0])
-        return end.mean(axis=1) if self.mean_objective else end.max(axis=1)
+        value = end.mean(axis=1) if self.mean_objective else end.max(axis=1)
+        if self.deadline is not None:  # a schedule that misses a deadline ranks after every one that does not
+            late = np.maximum(0.0, end - self.deadline[None, :] * (1 + 1e-9) - 1e-15).sum(axis=1)
+            value = value + np.where(late > 0, self.penalty + late, 0.0)
+        return value
+
+    def feasible(self, fitness: float) -> bool:
+        return self.deadline is None or fitness < self.penalty
+
+    def fixed(self, accel: np.ndarray) -> np.ndarray:
+        return accel if self.repair is None else self.repair(accel)
 
     # --------------------------------------------------------------------------------------------- operators
     def random_genes(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.rng.integers(0, self.n_acc, (n, self.n_jobs)), self.rng.random((n, self.n_jobs))
+        return self.fixed(self.rng.integers(0, self.n_acc, (n, self.n_jobs))), self.rng.random((n, self.n_jobs))
 
     def mutate(self, accel: np.ndarray, prio: np.ndarray, rate: float) -> None:
         """Every gene of either genome replaced by a random value with probability ``rate`` (in place)."""
@@ -367,7 +479,7 @@ class _Magma:
             c_acc[i], c_pri[i] = child_a, child_p
         # mutation of every child
         self.mutate(c_acc, c_pri, self.mutation)
-        return c_acc, c_pri
+        return self.fixed(c_acc), c_pri
 
 
 def run_magma(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = None, budget: int | None = None,
@@ -418,7 +530,7 @@ def run_magma(data: MultiAccelData, *, seed: int = 0, time_limit: float | None =
         if n_mut > 1:
             ma, mp = np.tile(wa, (n_mut - 1, 1)), np.tile(wp, (n_mut - 1, 1))
             ga.mutate(ma, mp, mutation_rate)
-            accel[1:n_mut], prio[1:n_mut] = ma, mp
+            accel[1:n_mut], prio[1:n_mut] = ga.fixed(ma), mp
     fit = ga.fitness(accel, prio)
     order = np.argsort(fit, kind="stable")
     accel, prio, fit = accel[order], prio[order], fit[order]
@@ -447,13 +559,15 @@ def run_magma(data: MultiAccelData, *, seed: int = 0, time_limit: float | None =
     best = ga.decoder.assignment(accel[0], prio[0])
     return MagmaResult(assignment=best, fitness=float(fit[0]), initial_best=initial_best, history=history,
                        evaluations=ga.evaluations, generations=generations,
-                       elapsed_s=time.perf_counter() - t0, stopped_by_time=stopped)
+                       elapsed_s=time.perf_counter() - t0, stopped_by_time=stopped,
+                       meets_deadlines=ga.feasible(float(fit[0])))
 
 
 def magma(data: MultiAccelData, *, seed: int = 0, time_limit: float | None = None, budget: int | None = None,
           warm_start: Assignment | None = None) -> Assignment:
     """MAGMA's best assignment (:func:`run_magma` with the seed's settings)."""
-    return run_magma(data, seed=seed, time_limit=time_limit, budget=budget, warm_start=warm_start).assignment
+    res = run_magma(data, seed=seed, time_limit=time_limit, budget=budget, warm_start=warm_start)
+    return deliver(data, res.assignment, "magma")
 
 
 HEURISTICS: dict[str, Heuristic] = {
@@ -464,5 +578,5 @@ HEURISTICS: dict[str, Heuristic] = {
     "random": random_assignment,
 }
 
-__all__ = ["HEURISTICS", "GenomeDecoder", "MagmaResult", "ai_mt", "herald", "lpt", "magma", "random_assignment",
-           "run_magma", "standalone_durations", "topological_order"]
+__all__ = ["HEURISTICS", "GenomeDecoder", "MagmaResult", "ai_mt", "deliver", "herald", "lpt", "magma",
+           "placement_repair", "random_assignment", "run_magma", "standalone_durations", "topological_order"]

@@ -44,15 +44,142 @@ class JobTable:
         return self.latency * self.bandwidth
 
 
+# ------------------------------------------------------------------------------------------ user constraints
+@dataclass(frozen=True)
+class PlacementRule:
+    """``allowed`` (the jobs run only on ``accelerators``) or ``forbidden`` (never on them); indices."""
+
+    label: str
+    path: tuple[str | int, ...]
+    kind: str  # "allowed" | "forbidden"
+    jobs: tuple[int, ...]
+    accelerators: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WindowRule:
+    """Every job of ``jobs`` starts at or after ``release`` and ends at or before ``deadline`` (seconds)."""
+
+    label: str
+    path: tuple[str | int, ...]
+    jobs: tuple[int, ...]
+    release: float | None
+    deadline: float | None
+
+
+@dataclass(frozen=True)
+class PrecedenceRule:
+    """Job ``after`` starts once job ``before`` has finished."""
+
+    label: str
+    path: tuple[str | int, ...]
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class ColocateRule:
+    """The jobs of ``jobs`` run on one sub-accelerator."""
+
+    label: str
+    path: tuple[str | int, ...]
+    jobs: tuple[int, ...]
+
+
+Rule = PlacementRule | WindowRule | PrecedenceRule | ColocateRule
+
+
+@dataclass(frozen=True)
+class UserConstraints:
+    """The instance's constraints as indices and seconds (the problem's ``prepare`` resolves the names). The derived
+    arrays below serve the models and heuristics; the evaluator reads the rules themselves."""
+
+    placement: tuple[PlacementRule, ...] = ()
+    windows: tuple[WindowRule, ...] = ()
+    precedence: tuple[PrecedenceRule, ...] = ()
+    colocate: tuple[ColocateRule, ...] = ()
+
+    @property
+    def rules(self) -> list[Rule]:
+        """Every rule, in file order."""
+        out: list[Rule] = [*self.placement, *self.windows, *self.precedence, *self.colocate]
+        return sorted(out, key=lambda r: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in r.path])
+
+    def __bool__(self) -> bool:
+        return bool(self.placement or self.windows or self.precedence or self.colocate)
+
+    def allowed_mask(self, n_jobs: int, n_acc: int) -> np.ndarray:
+        """``[J, A]``: where each job may run by the placement rules alone."""
+        mask = np.ones((n_jobs, n_acc), dtype=bool)
+        for r in self.placement:
+            cols = np.zeros(n_acc, dtype=bool)
+            cols[list(r.accelerators)] = True
+            for j in r.jobs:
+                mask[j] &= cols if r.kind == "allowed" else ~cols
+        return mask
+
+    def leaders(self, n_jobs: int) -> np.ndarray:
+        """``[J]``: the smallest job index of each job's colocation group (itself when it is in none)."""
+        parent = list(range(n_jobs))
+
+        def find(j: int) -> int:
+            while parent[j] != j:
+                parent[j] = parent[parent[j]]
+                j = parent[j]
+            return j
+
+        for r in self.colocate:
+            for j in r.jobs[1:]:
+                a, b = find(r.jobs[0]), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        return np.array([find(j) for j in range(n_jobs)], dtype=np.int64)
+
+    def group_mask(self, n_jobs: int, n_acc: int) -> np.ndarray:
+        """``[J, A]``: where each job may run once its colocation group is taken into account (the intersection of
+        the group's placement masks)."""
+        mask = self.allowed_mask(n_jobs, n_acc)
+        lead = self.leaders(n_jobs)
+        group = np.ones((n_jobs, n_acc), dtype=bool)
+        for j in range(n_jobs):
+            group[lead[j]] &= mask[j]
+        return group[lead]
+
+    def release(self, n_jobs: int) -> np.ndarray:
+        """``[J]`` seconds: the latest release of each job (0 without one)."""
+        out = np.zeros(n_jobs)
+        for r in self.windows:
+            if r.release is not None:
+                for j in r.jobs:
+                    out[j] = max(out[j], r.release)
+        return out
+
+    def deadline(self, n_jobs: int) -> np.ndarray:
+        """``[J]`` seconds: the earliest deadline of each job (``inf`` without one)."""
+        out = np.full(n_jobs, np.inf)
+        for r in self.windows:
+            if r.deadline is not None:
+                for j in r.jobs:
+                    out[j] = min(out[j], r.deadline)
+        return out
+
+
 @dataclass(frozen=True)
 class MultiAccelData:
-    """What every method of the problem sees."""
+    """What every method of the problem sees. ``precedence`` holds every pair in force: the option's and the user's
+    precedence constraints (``constraints.precedence``, kept as well to name them)."""
 
     table: JobTable
     system_bandwidth: float  # bytes per second, shared by all sub-accelerators
     precedence: tuple[tuple[int, int], ...] = ()  # (before, after): ``after`` starts once ``before`` has finished
     objective: str = "makespan"
     options: dict[str, object] = field(default_factory=dict)
+    constraints: UserConstraints = field(default_factory=UserConstraints)
+
+    @property
+    def release(self) -> np.ndarray:
+        """``[J]`` seconds: when each job may start at the earliest (0 without a window)."""
+        return self.constraints.release(self.table.n_jobs)
 
 
 @dataclass

@@ -6,6 +6,12 @@ The workload is a task group (``{task, group_size, seed, batch}``), a zoo networ
 matmul layers, one tenant), or the job analysis table itself (``{jobs: [...]}``); the hardware is a platform
 (``{platform: magma-s2, params: {system_bandwidth_gbps: 16}}`` or written out). The evaluator is the seed's bandwidth
 allocator (:mod:`.evaluator`), the ground truth for every method, the exact one included.
+
+User constraints (the instance's ``constraints:``, kinds in :data:`dlaopt.specs.multiaccel.CONSTRAINTS`): jobs only
+on / never on given sub-accelerators, release and deadline windows, precedence between two jobs, colocation. They
+are resolved to indices here (unknown job or sub-accelerator names are located input errors); what cannot hold on
+its face (a job with nowhere to run, a precedence cycle, a window shorter than a job's least run) is reported as
+infeasible before any method runs, and a conflict is named by the policy-free relaxation's assumption core.
 """
 
 from __future__ import annotations
@@ -19,11 +25,22 @@ import numpy as np
 
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
-from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check
+from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check, timing_violations
+from dlaopt.formulations.multiaccel.evaluator import violations as schedule_violations
 from dlaopt.formulations.multiaccel.heuristics import HEURISTICS
-from dlaopt.formulations.multiaccel.model import Assignment, JobTable, MultiAccelData
+from dlaopt.formulations.multiaccel.model import (
+    Assignment,
+    ColocateRule,
+    JobTable,
+    MultiAccelData,
+    PlacementRule,
+    PrecedenceRule,
+    UserConstraints,
+    WindowRule,
+)
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.specs import multiaccel as opts
+from dlaopt.specs.constraints import Constraint, KeyPath
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.jobs import InlineJobs, TaskGroup
 
@@ -67,6 +84,100 @@ def _precedence_of_table(table: JobTable, order: list[int]) -> list[tuple[int, i
             out.append((last[t], j))
         last[t] = j
     return out
+
+
+def _names(names: tuple[str, ...], shown: int = 8) -> str:
+    return ", ".join(f"'{n}'" for n in names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
+
+
+def _user_constraints(instance: Instance, table: JobTable) -> UserConstraints:
+    """The ``constraints`` records as indices and seconds; names that do not exist are located input errors."""
+    index = {n: i for i, n in enumerate(table.jobs)}
+    accs = table.accelerators
+
+    def job(c: Constraint, name: str, *keys: str | int) -> int:
+        if name not in index:
+            raise c.error(f"no job named '{name}'", *keys, expected="one of the group's jobs: "
+                          + _names(table.jobs)).located(file=instance.source)
+        return index[name]
+
+    def jobs(c: Constraint) -> tuple[int, ...]:
+        return tuple(job(c, n, "jobs", k) for k, n in enumerate(c.params["jobs"]))
+
+    def accelerator(c: Constraint, ref: str | int, k: int) -> int:
+        if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+            raise c.error(f"{ref!r} is not a sub-accelerator", "accelerators", k,
+                          expected="a name or a 0-based position").located(file=instance.source)
+        if isinstance(ref, int):
+            if ref >= len(accs):
+                raise c.error(f"sub-accelerator {ref} does not exist: the platform has {len(accs)}", "accelerators",
+                              k, expected=f"a position in [0, {len(accs)})").located(file=instance.source)
+            return ref
+        if ref not in accs:
+            raise c.error(f"no sub-accelerator named '{ref}'", "accelerators", k,
+                          expected="one of: " + _names(accs)).located(file=instance.source)
+        return accs.index(ref)
+
+    placement: list[PlacementRule] = []
+    windows: list[WindowRule] = []
+    precedence: list[PrecedenceRule] = []
+    colocate: list[ColocateRule] = []
+    for c in instance.constraints:
+        if c.kind in ("allowed", "forbidden"):
+            refs = [accelerator(c, a, k) for k, a in enumerate(c.params["accelerators"])]
+            if len(set(refs)) != len(refs):
+                raise c.error("a sub-accelerator is listed twice (by name and by position)", "accelerators",
+                              ).located(file=instance.source)
+            placement.append(PlacementRule(c.label, c.path, c.kind, jobs(c), tuple(refs)))
+        elif c.kind == "window":
+            release, deadline = c.params.get("release_us"), c.params.get("deadline_us")
+            if release is None and deadline is None:
+                raise c.error("a window needs a release, a deadline or both", expected="release_us and/or "
+                              "deadline_us (µs)").located(file=instance.source)
+            if release is not None and deadline is not None and deadline < release:
+                raise c.error(f"the deadline ({deadline:g} µs) is before the release ({release:g} µs)", "deadline_us",
+                              expected="deadline_us >= release_us").located(file=instance.source)
+            windows.append(WindowRule(c.label, c.path, jobs(c), None if release is None else float(release) * 1e-6,
+                                      None if deadline is None else float(deadline) * 1e-6))
+        elif c.kind == "precedence":
+            before, after = job(c, c.params["before"], "before"), job(c, c.params["after"], "after")
+            if before == after:
+                raise c.error(f"a job cannot precede itself ('{c.params['after']}')", "after",
+                              expected="another job").located(file=instance.source)
+            precedence.append(PrecedenceRule(c.label, c.path, before, after))
+        elif c.kind == "colocate":
+            colocate.append(ColocateRule(c.label, c.path, jobs(c)))
+        else:  # the schema admits only the kinds above
+            raise c.error(f"unknown constraint kind '{c.kind}'", "kind").located(file=instance.source)
+    return UserConstraints(tuple(placement), tuple(windows), tuple(precedence), tuple(colocate))
+
+
+def _constraint_infeasibility(data: MultiAccelData) -> str | None:
+    """Why the user constraints cannot hold, when that shows without a search: a job with nowhere to run, a
+    colocation group with no common sub-accelerator, a precedence cycle, a window shorter than a job's least run."""
+    from dlaopt.formulations.multiaccel.bound import min_durations
+    from dlaopt.formulations.multiaccel.evaluator import precedence_cycle
+
+    cons, t = data.constraints, data.table
+    n, m = t.n_jobs, t.n_accelerators
+    mask = cons.allowed_mask(n, m)
+    for j in np.flatnonzero(~mask.any(axis=1)):
+        labels = [r.label for r in cons.placement if int(j) in r.jobs]
+        return f"job '{t.jobs[j]}' may run on no sub-accelerator ({', '.join(labels)})"
+    group = cons.group_mask(n, m)
+    for j in np.flatnonzero(~group.any(axis=1)):
+        labels = [r.label for r in cons.colocate if int(j) in r.jobs]
+        return f"the jobs colocated with '{t.jobs[j]}' have no sub-accelerator in common ({', '.join(labels)})"
+    cycle = precedence_cycle(data)
+    if cycle:
+        return "the precedence pairs form a cycle: " + " -> ".join(f"'{t.jobs[j]}'" for j in [*cycle, cycle[0]])
+    d = np.where(group, min_durations(data), np.inf).min(axis=1)
+    for r in cons.windows:
+        for j in r.jobs:
+            if r.deadline is not None and (r.release or 0.0) + d[j] > r.deadline * (1 + 1e-9):
+                return (f"{r.label}: job '{t.jobs[j]}' needs at least {d[j] * 1e6:.6g} µs where it may run but "
+                        f"its window is {(r.deadline - (r.release or 0.0)) * 1e6:.6g} µs")
+    return None
 
 
 class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
@@ -115,20 +226,31 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
                 raise InputError(f"job analysis failed: {exc}", file=instance.source, path=("hardware",)) from None
             if options["precedence"]:
                 precedence = precedence_pairs(jobs)
-        return MultiAccelData(table, platform.system_bandwidth_bytes_per_s, tuple(precedence), instance.objective,
-                              options)
+        cons = _user_constraints(instance, table)
+        pairs = list(dict.fromkeys([*precedence, *((r.before, r.after) for r in cons.precedence)]))
+        return MultiAccelData(table, platform.system_bandwidth_bytes_per_s, tuple(pairs), instance.objective,
+                              options, cons)
 
     def infeasibility_reason(self, data: MultiAccelData) -> str | None:
         bad = ~np.isfinite(data.table.latency).all(axis=1)
         if bad.any():
             return f"job {data.table.jobs[int(np.flatnonzero(bad)[0])]} cannot run on some sub-accelerator"
+        if data.constraints:
+            return _constraint_infeasibility(data)
         return None
+
+    def conflicting_constraints(self, data: MultiAccelData, options: SolveOptions) -> list[KeyPath] | None:
+        """The constraints in a core of the policy-free relaxation (:func:`.cpsat.relaxation_core`): CP-SAT with
+        one assumption literal per user constraint; ``None`` when the relaxation cannot show the conflict."""
+        from dlaopt.formulations.multiaccel.cpsat import relaxation_core
+
+        return relaxation_core(data, options)
 
     def describe(self, data: MultiAccelData) -> dict[str, Any]:
         t = data.table
         return {"jobs": t.n_jobs, "tenants": len(set(t.tenants)), "sub_accelerators": t.n_accelerators,
                 "system_bandwidth_gbps": data.system_bandwidth / 1e9, "total_gops": float(t.ops.sum()) / 1e9,
-                "precedence_pairs": len(data.precedence),
+                "precedence_pairs": len(data.precedence), "user_constraints": len(data.constraints.rules),
                 "mean_no_stall_latency_us": float(t.latency.mean()) * 1e6,
                 "mean_no_stall_bandwidth_gbps": float(t.bandwidth.mean()) / 1e9}
 
@@ -150,12 +272,22 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
 
     def solve_exact(self, data: MultiAccelData, method: str, *, solver: str | None,
                     options: SolveOptions) -> ExactOutcome[Assignment] | None:
-        from dlaopt.formulations.multiaccel.cpsat import solve_exact
+        from dlaopt.formulations.multiaccel.cpsat import relaxation_message, solve_exact, solve_relaxation
+        from dlaopt.solvers.cpsat_backend import CPSAT_VERSION
 
         if solver not in (None, "cpsat"):
             raise InputError(f"the multi-accelerator model runs on CP-SAT, not '{solver}'", path=("solver",),
                              expected="cpsat")
         t0 = time.perf_counter()
+        if options.time_limit is None and "deterministic_time" not in options.extra:
+            options = dataclasses.replace(options, time_limit=float(data.options["exact_time_limit"]))
+        relaxation = None
+        if data.constraints:  # a quick proof that the user's constraints cannot hold, before any heuristic runs
+            relaxation = solve_relaxation(data, options)
+            if relaxation.infeasible:
+                return ExactOutcome(None, Status.INFEASIBLE, None, "cpsat", CPSAT_VERSION,
+                                    message=relaxation_message(relaxation), solve_time_s=time.perf_counter() - t0,
+                                    metrics={"relaxation_status": relaxation.status})
         ev = FluidEvaluator(data)
         warm: tuple[str, Assignment, float] | None = None
         given = options.extra.get("warm_start_assignment")
@@ -163,14 +295,20 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
         if isinstance(given, Assignment):
             candidates.append(("given", given))
         for name in data.options["warm_start"]:
-            candidates.append((name, self._heuristic(name, data, SolveOptions(seed=options.seed))))
+            try:
+                candidates.append((name, self._heuristic(name, data, SolveOptions(seed=options.seed))))
+            except HeuristicFailure:  # nothing meeting the user's constraints
+                continue
         for name, a in candidates:
+            if data.constraints and schedule_violations(data, a):
+                continue
             v = self._objective(data, ev, a)
             if warm is None or v < warm[2]:
                 warm = (name, a, v)
-        if options.time_limit is None and "deterministic_time" not in options.extra:
-            options = dataclasses.replace(options, time_limit=float(data.options["exact_time_limit"]))
-        res = solve_exact(data, options=options, warm_start=warm[1] if warm else None)
+        res = solve_exact(data, options=options, warm_start=warm[1] if warm else None, relaxation=relaxation)
+        if res.assignment is None:
+            return ExactOutcome(None, res.status, None, "cpsat", res.solver_version, message=res.message,
+                                solve_time_s=time.perf_counter() - t0, metrics={"cpsat_status": res.model_status})
         bound = res.bound if data.objective == "makespan" else None
         status = res.status if data.objective == "makespan" else (
             Status.FEASIBLE if res.status in (Status.OPTIMAL, Status.FEASIBLE) else res.status)
@@ -197,6 +335,9 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
         if violations:
             return Evaluation(False, None, violations)
         sim = FluidEvaluator(data).simulate(solution)
+        violations = timing_violations(data, sim)
+        if violations:
+            return Evaluation(False, None, violations)
         t = data.table
         acc = sim.accelerator
         busy = np.array([float((sim.end - sim.start)[acc == a].sum()) for a in range(t.n_accelerators)])

@@ -11,10 +11,12 @@ units, continuous; its optimum is integral since every end ``t + d_k`` is). Rows
     C ≥ Σ_{k of j, t} (t + d_k) · y[k, t]                            every job j
     Σ_{k of v, t} t · y[k, t] ≥ Σ_{k of u, t} (t + d_k) · y[k, t]    every precedence pair (u, v)
 
-minimise ``C``. Slot ``τ`` is the time interval ``[τ, τ + 1)``; an option running over ``[t, t + d)`` occupies slots
-``t .. t + d - 1``, which is exactly CP-SAT's interval semantics for ``NoOverlap`` and ``Cumulative`` (intervals
-touching at an end do not overlap). Size: ``Σ_k (H - d_k + 1)`` binaries and ``(A + 1)·H`` capacity rows -- small
-groups only.
+and, from the user's constraints, start slots only in ``[release_j, deadline_j - d_k]`` and, per colocation group
+and sub-accelerator, ``Σ_{k of v on a, t} y[k, t] = Σ_{k of u on a, t} y[k, t]`` for its first job ``u`` and every
+other ``v`` (placement constraints already removed the options). Minimise ``C``. Slot ``τ`` is the time interval
+``[τ, τ + 1)``; an option running over ``[t, t + d)`` occupies slots ``t .. t + d - 1``, which is exactly CP-SAT's
+interval semantics for ``NoOverlap`` and ``Cumulative`` (intervals touching at an end do not overlap). Size:
+``Σ_k (H - d_k + 1)`` binaries and ``(A + 1)·H`` capacity rows -- small groups only.
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ def build_time_indexed(mm: ModeModel, horizon: int, lower: float = 0.0) -> TimeI
     """The MILP of the module docstring over ``[0, horizon)`` slots, ``C ≥ lower``."""
     h = int(horizon)
     d = mm.duration.astype(np.int64)
-    n_start = np.maximum(h - d + 1, 0)  # start slots per option
+    lo = mm.release[mm.job].astype(np.int64) if mm.release is not None else np.zeros_like(d)
+    hi = np.minimum(h, mm.deadline[mm.job]).astype(np.int64) if mm.deadline is not None else np.full_like(d, h)
+    n_start = np.maximum(hi - d - lo + 1, 0)  # start slots per option: lo .. hi - d
     opt = np.repeat(np.arange(mm.n_options, dtype=np.int64), n_start)
     first = np.cumsum(n_start) - n_start
-    slot = np.arange(opt.size, dtype=np.int64) - np.repeat(first, n_start)
+    slot = np.arange(opt.size, dtype=np.int64) - np.repeat(first, n_start) + np.repeat(lo, n_start)
     dur = d[opt]
     job = mm.job[opt]
     b = LinearModelBuilder("multiaccel-time-indexed")
@@ -75,6 +79,20 @@ def build_time_indexed(mm: ModeModel, horizon: int, lower: float = 0.0) -> TimeI
     q = mm.demand[opt][cov_col].astype(float)
     nz = q > 0
     b.add_rows("bandwidth", h, cov_slot[nz], y[cov_col[nz]], q[nz], upper=float(mm.capacity))
+    pairs = [(g[0], v, a) for g in mm.colocate for v in g[1:] for a in range(mm.n_accelerators)]
+    if pairs:
+        acc_col = mm.acc[opt]
+        rows_c: list[np.ndarray] = []
+        cols_c: list[np.ndarray] = []
+        vals_c: list[np.ndarray] = []
+        for r, (u, v, a) in enumerate(pairs):
+            iv = np.flatnonzero((job == v) & (acc_col == a))
+            iu = np.flatnonzero((job == u) & (acc_col == a))
+            rows_c.append(np.full(iv.size + iu.size, r))
+            cols_c += [y[iv], y[iu]]
+            vals_c += [np.ones(iv.size), -np.ones(iu.size)]
+        b.add_rows("colocate", len(pairs), np.concatenate(rows_c), np.concatenate(cols_c), np.concatenate(vals_c),
+                   lower=0.0, upper=0.0)
     ends = (slot + dur).astype(float)
     b.add_rows("makespan", mm.n_jobs, np.concatenate([job, np.arange(mm.n_jobs)]),
                np.concatenate([y, np.full(mm.n_jobs, c)]), np.concatenate([ends, -np.ones(mm.n_jobs)]), upper=0.0)
