@@ -58,8 +58,10 @@ class Instance:
     flexibility: Mapping[str, Any] | None = None  # mapping: a flexibility class that expands to constraints
 
     def with_constraints(self, constraints: Sequence[Constraint]) -> Instance:
-        """The same instance under another list of constraints (a subset when a conflict is searched for)."""
-        return dataclasses.replace(self, constraints=tuple(constraints))
+        """The same instance under another list of constraints (a subset when a conflict is searched for). The list
+        replaces every declared constraint, those a ``flexibility`` class expands to included: the class is dropped
+        so that it does not expand again."""
+        return dataclasses.replace(self, constraints=tuple(constraints), flexibility=None)
 
     @property
     def graph(self) -> Workload:

@@ -9,6 +9,10 @@ MILP, ``cn`` the latency of the least-energy mapping: anything slower is dominat
 whose mapping has latency ``l < c`` also closes ``(l, c]``. It stops when no interval's bound is below the best EDP
 (within the gap): the best EDP is then optimal. Intervals narrower than ``LATENCY_STEP`` (relative) are closed
 as they stand, so the proven bound carries that factor.
+
+A :class:`~dlaopt.formulations.mapping.space.LayerSpace` (the user's constraints on the layer, for the one
+architecture given) is enforced inside the MILP; warm starts outside it are dropped (neither hints nor caps), and a
+space no mapping satisfies ends ``INFEASIBLE``.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlaopt.formulations.mapping.arch import MappingArch
+from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
-from dlaopt.formulations.mapping.milp import MappingMilp
+from dlaopt.formulations.mapping.milp import UTILIZATION_TOLERANCE, MappingMilp, restricts
+from dlaopt.formulations.mapping.space import LayerSpace
 from dlaopt.solvers.backends import solve_linear
 from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint, relative_gap
 
@@ -38,6 +43,7 @@ MAX_CAPACITY_RESOLVES = 5
 # the MILP's value of its solution and the cost model's must agree to this (relative): the secant rows hold within the
 # solver's feasibility tolerance (1e-7 on counts scaled to at most 1), which sums to ~1e-6 of the objective
 MODEL_TOLERANCE = 1e-5
+BROKEN_SPACE = "the MILP's mapping breaks the constraints"
 
 
 def _unscaled(br: BackendResult, scale: float) -> BackendResult:
@@ -89,6 +95,38 @@ def _options(options: SolveOptions, time_left: float | None, warm: Any = None) -
                         verbose=options.verbose, warm_start=warm, extra=extra)
 
 
+def outside_space(nest: LoopNest, arch: MappingArch, space: LayerSpace | None, m: Mapping) -> list[str]:
+    """How ``m`` breaks ``space`` (empty if it keeps it): the exact method's own check, on warm starts and on the
+    mappings it decodes."""
+    if not restricts(space):
+        return []
+    assert space is not None
+    slots = arch.slots()
+    out: list[str] = []
+    for b in space.factor_bounds:
+        v = math.prod(m.factors[b.dim][k] for k in b.slots) if b.dim in m.factors else 1
+        if v < b.lo or (b.hi is not None and v > b.hi):
+            out.append(f"{b.source}: {b.dim} has {v} on slots {list(b.slots)}")
+    for a in space.spatial:
+        used = [d for d, fs in m.factors.items() if fs[a.slot] > 1]
+        if a.dims is not None and set(used) - a.dims:
+            out.append(f"{a.source}: {sorted(set(used) - a.dims)} unrolled on {slots[a.slot].name}")
+        total = math.prod(fs[a.slot] for fs in m.factors.values())
+        if a.max_used is not None and total > a.max_used:
+            out.append(f"{a.source}: {total} used on {slots[a.slot].name}")
+    for ch in space.orders:
+        k = arch.temporal_slot(ch.level)
+        live = [d for d in m.orders[ch.level] if m.factors[d][k] > 1 and d in ch.chain]
+        if live != [d for d in dict.fromkeys(ch.chain) if d in live]:
+            out.append(f"{ch.source}: level {ch.level} orders {live}")
+    if space.min_utilization:
+        used = math.prod(fs[k] for fs in m.factors.values() for k, s in enumerate(slots) if s.kind == SPATIAL)
+        u = used * nest.real_macs / (nest.macs * space.macs_available)
+        if u < space.min_utilization * (1 - UTILIZATION_TOLERANCE):
+            out.append(f"{space.utilization_source}: utilization {u:.4g}")
+    return out
+
+
 def _value(nest: LoopNest, arch: MappingArch, m: Mapping | None, objective: str) -> float | None:
     if m is None:
         return None
@@ -98,9 +136,11 @@ def _value(nest: LoopNest, arch: MappingArch, m: Mapping | None, objective: str)
 
 def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Mapping | None,
                  options: SolveOptions, solver: str = "highs", latency_limit: float | None = None,
-                 energy_cap: float | None = None) -> LayerExact:
-    """Minimise energy or latency with one MILP (optionally under a latency cap)."""
+                 energy_cap: float | None = None, space: LayerSpace | None = None) -> LayerExact:
+    """Minimise energy or latency with one MILP (optionally under a latency cap), within ``space``."""
     t0 = time.perf_counter()
+    if warm is not None and outside_space(nest, arch, space, warm):
+        warm = None
     warm_value = _value(nest, arch, warm, objective)
     if warm is not None and latency_limit is not None:
         lat = _value(nest, arch, warm, "latency")
@@ -110,7 +150,10 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
     solves = 0
     while True:
         mm = MappingMilp(nest, arch, objective, cap=warm_value, latency_limit=latency_limit, energy_cap=energy_cap,
-                         capacity_limits=limits)
+                         capacity_limits=limits, space=space)
+        if mm.infeasible is not None:
+            return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
+                              mm.infeasible)
         model = mm.build()
         x0 = None
         if warm is not None:
@@ -136,6 +179,11 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
         out.objective = _value(nest, arch, m, objective)
         if out.objective is None:
             out.status, out.message = Status.ERROR, "the decoded mapping is rejected by the cost model"
+        elif broken := outside_space(nest, arch, space, m):  # never returned: the model is wrong
+            out.mapping, out.objective, out.model_objective, out.bound = None, None, None, None
+            out.status, out.message = Status.ERROR, f"{BROKEN_SPACE}: {broken}"
+            out.time_s = time.perf_counter() - t0
+            return out
         break
     if out.objective is not None and out.model_objective is not None:
         tol = MODEL_TOLERANCE * max(1.0, abs(out.objective))
@@ -157,20 +205,24 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
 
 
 def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list[Mapping] | None = None,
-                options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500) -> LayerExact:
-    """The optimum of one layer for ``objective`` (energy, latency or edp)."""
+                options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500,
+                space: LayerSpace | None = None) -> LayerExact:
+    """The optimum of one layer for ``objective`` (energy, latency or edp) on ``arch``, among the mappings that
+    keep ``space`` (its factor bounds, spatial allowances, order chains and minimum utilization; its ``archs`` are
+    the caller's business). Warm starts outside the space are ignored."""
     options = options or SolveOptions()
-    warm = [m for m in (warm or []) if _value(nest, arch, m, objective) is not None]
+    warm = [m for m in (warm or [])
+            if _value(nest, arch, m, objective) is not None and not outside_space(nest, arch, space, m)]
     best_warm = min(warm, key=lambda m: _value(nest, arch, m, objective)) if warm else None  # type: ignore[arg-type,return-value]
     if objective in ("energy", "latency"):
-        return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver)
+        return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver, space=space)
     if objective != "edp":
         raise ValueError(f"unknown mapping objective '{objective}'")
-    return _solve_edp(nest, arch, warm, options, solver, max_solves)
+    return _solve_edp(nest, arch, warm, options, solver, max_solves, space)
 
 
 def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
-               max_solves: int) -> LayerExact:
+               max_solves: int, space: LayerSpace | None = None) -> LayerExact:
     """EDP by bisection over latency caps (see the module docstring)."""
     t0 = time.perf_counter()
 
@@ -186,6 +238,13 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         if v is not None and v < best:
             best_m, best = m, v
 
+    failure = ""
+
+    def note(sub: LayerExact) -> None:
+        nonlocal failure
+        if sub.status == Status.ERROR and sub.message.startswith(BROKEN_SPACE):
+            failure = failure or sub.message
+
     for m in warm:
         offer(m)
     trace: list[TracePoint] = []
@@ -197,14 +256,19 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
                    if cap is None or (_value(nest, arch, m, "latency") or math.inf) <= cap]
         sub = solve_single(nest, arch, "energy", warm=fitting[0] if fitting else None,
                            options=_with_time(options, left()), solver=solver, latency_limit=cap,
-                           energy_cap=best / l_lb if math.isfinite(best) else None)
+                           energy_cap=best / l_lb if math.isfinite(best) else None, space=space)
         solves += sub.solves
+        note(sub)
         offer(sub.mapping)
         return sub
 
     lat_warm = min(warm, key=lambda m: _value(nest, arch, m, "latency")) if warm else None  # type: ignore[arg-type,return-value]
-    lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver)
+    lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver, space=space)
     solves += lmin.solves
+    note(lmin)
+    if lmin.status == Status.INFEASIBLE and best_m is None:
+        return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
+                          lmin.message or "no mapping satisfies the constraints")
     if lmin.mapping is None or lmin.bound is None:
         return LayerExact(best_m, best if best_m else None, None, None,
                           Status.NO_SOLUTION if best_m is None else Status.FEASIBLE, time.perf_counter() - t0, solves,
@@ -258,6 +322,8 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     bound = min(min(bounds), best) * (1 - LATENCY_STEP)
     if not exact_points and status == Status.OPTIMAL:
         message = "some energy bounds within the MILP gap"
+    if failure:
+        status, message = Status.ERROR, failure
     return LayerExact(best_m, best, None, bound, status, time.perf_counter() - t0, solves, message, {}, trace)
 
 
@@ -267,4 +333,4 @@ def _with_time(options: SolveOptions, t: float | None) -> SolveOptions:
     return o
 
 
-__all__ = ["HIGHS_TOLERANCES", "LayerExact", "solve_layer", "solve_single"]
+__all__ = ["HIGHS_TOLERANCES", "LayerExact", "outside_space", "solve_layer", "solve_single"]

@@ -16,7 +16,14 @@ machine's speed) and returns the best *valid* mapping it evaluated, or ``None`` 
   ShiDianNao-like (output rows and columns P and Q across the array, output stationary), with tile sizes chosen
   greedily against the cost model.
 * :data:`HEURISTICS` — the five mappers behind one signature ``(nest, arch, objective, *, seed, budget,
-  time_limit)``.
+  time_limit, rules)``.
+
+Constrained map spaces (the user's mapping constraints, :mod:`dlaopt.formulations.mapping.space`): every mapper takes
+``rules`` (:class:`SpaceRules`, the space compiled for one architecture) and then only ever returns a mapping inside
+it — random samples, GAMMA's decoded individuals and the dataflow templates are projected into the space, capacity
+repairs stay inside it, candidates outside it score ``inf`` — or ``None``. :func:`map_in_space` runs a mapper on each
+architecture a layer may use (its PE-array shapes) and keeps the best, or says which constraint stopped it. Without
+``rules`` every mapper behaves exactly as without constraints.
 
 Candidates are pre-checked for buffer capacity with :func:`capacity_overflows`, which mirrors the cost model's check
 exactly (tile of a level = footprint over the slots at and below its temporal slot), so overflowing candidates cost no
@@ -25,9 +32,11 @@ cost-model call; they still count as samples / evaluations, as GAMMA's cost mode
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
@@ -37,6 +46,7 @@ from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, Slot, Store
 from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest, divisors, prime_factors
 from dlaopt.formulations.mapping.mapping import Mapping
+from dlaopt.formulations.mapping.space import LayerSpace
 
 Factors = dict[str, tuple[int, ...]]
 Orders = tuple[tuple[str, ...], ...]
@@ -302,6 +312,342 @@ def fit_capacity(nest: LoopNest, arch: MappingArch, mapping: Mapping) -> Mapping
     return Mapping({d: tuple(f) for d, f in fs.items()}, mapping.orders)
 
 
+# ================================================================================================== constrained spaces
+class SpaceRules:
+    """A layer's constrained map space (:class:`~dlaopt.formulations.mapping.space.LayerSpace`) compiled for the
+    heuristics on one of its architectures: a check (:meth:`violations`, :meth:`ok`) and a projection
+    (:meth:`project`) that brings a candidate into the space — fixed factors set, bounds met, dimensions an axis does
+    not allow moved off it, loop orders reordered to respect the chains, spatial factors grown to reach the minimum
+    utilization — or gives up (``None``). :attr:`rejections` counts, per constraint label, the candidates the check
+    or the projection turned away (what a heuristic that finds nothing reports)."""
+
+    def __init__(self, nest: LoopNest, arch: MappingArch, space: LayerSpace) -> None:
+        self.nest, self.arch, self.space = nest, arch, space
+        self.slots = arch.slots()
+        K = len(self.slots)
+        self.ts = _tslots(arch)
+        self.spatial = [k for k, s in enumerate(self.slots) if s.kind == SPATIAL]
+        self.lo: dict[str, list[int]] = {d: [1] * K for d in nest.dims}
+        self.hi: dict[str, list[int | None]] = {d: [None] * K for d in nest.dims}
+        self.src: dict[tuple[str, int], str] = {}
+        self.multi = [b for b in space.factor_bounds if len(b.slots) > 1]
+        for b in space.factor_bounds:
+            if len(b.slots) != 1:
+                continue
+            k = b.slots[0]
+            if b.lo > self.lo[b.dim][k]:
+                self.lo[b.dim][k] = b.lo
+                self.src[b.dim, k] = b.source
+            if b.hi is not None and (self.hi[b.dim][k] is None or b.hi < self.hi[b.dim][k]):  # type: ignore[operator]
+                self.hi[b.dim][k] = b.hi
+                self.src.setdefault((b.dim, k), b.source)
+        self.cap: list[int | None] = [s.size if s.kind == SPATIAL else None for s in self.slots]
+        self.cap_src: dict[int, str] = {}
+        for a in space.spatial:
+            if a.max_used is not None and a.max_used < (self.cap[a.slot] or 0):
+                self.cap[a.slot] = a.max_used
+                self.cap_src[a.slot] = a.source
+            if a.dims is not None:
+                for d in nest.dims:
+                    if d not in a.dims:
+                        self.hi[d][a.slot] = 1
+                        self.src[d, a.slot] = a.source
+        self.chains: dict[int, list[tuple[tuple[str, ...], str]]] = {}
+        for c in space.orders:
+            self.chains.setdefault(c.level, []).append((c.chain, c.source))
+        self.min_util = space.min_utilization
+        self.util_need = 0.0 if self.min_util is None else (
+            self.min_util * space.macs_available * nest.macs * (1 - 1e-9))
+        self.rejections: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------------------------------------ check
+    def violations(self, m: Mapping, *, first: bool = False) -> list[str]:
+        """Labels of the constraints ``m`` breaks (only the first one found with ``first``)."""
+        out: list[str] = []
+        f = m.factors
+        for d in self.nest.dims:
+            for k, (lo, hi) in enumerate(zip(self.lo[d], self.hi[d], strict=True)):
+                if f[d][k] < lo or (hi is not None and f[d][k] > hi):
+                    out.append(self.src[d, k])
+                    if first:
+                        return out
+        for b in self.multi:
+            p = math.prod(f[b.dim][k] for k in b.slots)
+            if p < b.lo or (b.hi is not None and p > b.hi):
+                out.append(b.source)
+                if first:
+                    return out
+        for k, src in self.cap_src.items():
+            if math.prod(f[d][k] for d in self.nest.dims) > self.cap[k]:  # type: ignore[operator]
+                out.append(src)
+                if first:
+                    return out
+        for j, chains in self.chains.items():
+            t = self.ts[j]
+            for chain, src in chains:
+                inside = set(chain)
+                seq = [d for d in m.orders[j] if d in inside and f[d][t] > 1]
+                if seq != [d for d in chain if d in seq]:
+                    out.append(src)
+                    if first:
+                        return out
+        if self.min_util is not None and self.spatial_product(f) * self.nest.real_macs < self.util_need:
+            out.append(self.space.utilization_source)
+        return out
+
+    def ok(self, m: Mapping) -> bool:
+        return not self.violations(m, first=True)
+
+    def spatial_product(self, factors: MappingABC[str, Sequence[int]]) -> int:
+        return math.prod(factors[d][k] for k in self.spatial for d in self.nest.dims)
+
+    def reject(self, label: str) -> None:
+        self.rejections[label or "the constrained map space"] += 1
+
+    # ------------------------------------------------------------------------------------------------ projection
+    def project(self, m: Mapping) -> Mapping | None:
+        """``m`` brought into the space (see the class docstring), or ``None`` (the reason counted)."""
+        fs = self.project_factors(m.factors)
+        if fs is None:
+            return None
+        orders = self.project_orders(fs, m.orders)
+        if orders is None:
+            return None
+        return Mapping(fs, orders)
+
+    def project_factors(self, want: MappingABC[str, Sequence[int]]) -> Factors | None:
+        used = [1] * len(self.slots)
+        out: Factors = {}
+        for d in self.nest.dims:
+            fs = self._project_dim(d, list(want[d]), used)
+            if fs is None:
+                return None
+            for k in self.spatial:
+                used[k] *= fs[k]
+            out[d] = tuple(fs)
+        for b in self.multi:
+            p = math.prod(out[b.dim][k] for k in b.slots)
+            if p < b.lo or (b.hi is not None and p > b.hi):
+                self.reject(b.source)
+                return None
+        return self._raise_utilization(out)
+
+    def _room(self, d: str, k: int, used: Sequence[int]) -> int | None:
+        """The most the factor of ``d`` at slot ``k`` may be (``None``: unbounded)."""
+        r = None if self.cap[k] is None else self.cap[k] // used[k]  # type: ignore[operator]
+        h = self.hi[d][k]
+        return h if r is None else r if h is None else min(r, h)
+
+    def _project_dim(self, d: str, want: list[int], used: Sequence[int]) -> list[int] | None:
+        n = self.nest.sizes[d]
+        K = len(self.slots)
+        lo, hi = self.lo[d], self.hi[d]
+        fixed = [k for k in range(K) if hi[k] is not None and lo[k] == hi[k]]
+        fixed_set = set(fixed)
+        ranged = [k for k in range(K) if k not in fixed_set and (lo[k] > 1 or hi[k] is not None)]
+        free = [k for k in range(K) if k not in fixed_set and k not in ranged]
+        sink = next((k for k in reversed(self.ts) if k in free), None)
+        if sink is None:
+            sink = next((k for k in reversed(self.ts) if k in ranged), None)
+        fs = [1] * K
+        rest = n
+        for k in fixed:
+            v, r = lo[k], self._room(d, k, used)
+            if rest % v or (r is not None and v > r):
+                self.reject(self.src.get((d, k), self.cap_src.get(k, "")))
+                return None
+            fs[k] = v
+            rest //= v
+        done = set(fixed)
+        for b in self.multi:
+            if b.dim != d:
+                continue
+            part = math.prod(fs[k] for k in b.slots if k in done)
+            open_slots = [k for k in b.slots if k not in done and k != sink]
+            if not open_slots:
+                continue
+            cur = math.prod(max(1, want[k]) for k in open_slots)
+            cands = [t for t in _divisors(rest) if b.lo <= t * part and (b.hi is None or t * part <= b.hi)]
+            if not cands:
+                self.reject(b.source)
+                return None
+            t = min(cands, key=lambda t: (abs(math.log(t) - math.log(cur)), t))
+            rest //= t
+            for i, k in enumerate(open_slots):
+                r = self._room(d, k, used)
+                if i == len(open_slots) - 1:
+                    if (r is not None and t > r) or t < lo[k]:
+                        self.reject(b.source)
+                        return None
+                    fs[k] = t
+                else:  # closest to the wish among the factors that leave the later slots room for the rest
+                    later = [self._room(d, x, used) for x in open_slots[i + 1:]]
+                    need = 1 if any(x is None for x in later) else -(-t // math.prod(later))  # type: ignore[arg-type]
+                    cands = [f for f in _divisors(t) if need <= f and (r is None or f <= r)] or [1]
+                    w = max(1, want[k])
+                    f = min(cands, key=lambda f: (abs(math.log(f) - math.log(w)), f))
+                    fs[k] = f
+                    t //= f
+                done.add(k)
+        for k in ranged:
+            if k == sink or k in done:
+                continue
+            r = self._room(d, k, used)
+            cands = [t for t in _divisors(rest) if t >= lo[k] and (r is None or t <= r)]
+            if not cands:
+                self.reject(self.src.get((d, k), ""))
+                return None
+            w = max(1, want[k])
+            t = min(cands, key=lambda t: (abs(math.log(t) - math.log(w)), t))
+            fs[k] = t
+            rest //= t
+            done.add(k)
+        for k in free:
+            if k == sink or k in done:
+                continue
+            r = self._room(d, k, used)
+            bound = max(1, want[k]) if r is None else min(max(1, want[k]), r)
+            f = largest_divisor_at_most(rest, bound)
+            fs[k] = f
+            rest //= f
+            done.add(k)
+        if sink is None:
+            for k in range(K):  # no temporal slot takes the rest: spread it where there is room
+                if rest == 1:
+                    break
+                if k in fixed_set:
+                    continue
+                r = self._room(d, k, used)
+                f = largest_divisor_at_most(rest, rest if r is None else r // fs[k])
+                fs[k] *= f
+                rest //= f
+            if rest > 1:
+                self.reject(next((self.src[d, k] for k in fixed if (d, k) in self.src), ""))
+                return None
+            return fs
+        fs[sink] = rest
+        movable = [k for k in range(K) if k not in fixed_set and k != sink]
+        while hi[sink] is not None and fs[sink] > hi[sink]:  # type: ignore[operator]
+            p = _primes(fs[sink])[0]
+            k = next((k for k in movable if (self._room(d, k, used) is None
+                                             or fs[k] * p <= self._room(d, k, used))), None)  # type: ignore[operator]
+            if k is None:
+                self.reject(self.src.get((d, sink), ""))
+                return None
+            fs[k] *= p
+            fs[sink] //= p
+        while fs[sink] < lo[sink]:
+            move = next(((k, p) for k in movable for p in _primes(fs[k]) if fs[k] > 1 and fs[k] // p >= lo[k]
+                         and (hi[sink] is None or fs[sink] * p <= hi[sink])), None)  # type: ignore[operator]
+            if move is None:
+                self.reject(self.src.get((d, sink), ""))
+                return None
+            k, p = move
+            fs[k] //= p
+            fs[sink] *= p
+        return fs
+
+    def _raise_utilization(self, factors: Factors) -> Factors | None:
+        """Spatial factors grown (a prime at a time, taken from a temporal loop at or above the fanout) until the
+        minimum utilization holds."""
+        if self.min_util is None or self.spatial_product(factors) * self.nest.real_macs >= self.util_need:
+            return factors
+        fs = {d: list(f) for d, f in factors.items()}
+        while self.spatial_product(fs) * self.nest.real_macs < self.util_need:
+            move = None  # the largest prime that fits somewhere (the first such move on ties)
+            for k in sorted(self.spatial, key=lambda k: -(self.cap[k] or 0)):
+                room = (self.cap[k] or 0) // math.prod(fs[d][k] for d in self.nest.dims)
+                if room < 2:
+                    continue
+                for d in self.nest.dims:
+                    h = self.hi[d][k]
+                    for t in (t for t in self.ts if t > k):
+                        if fs[d][t] == 1:
+                            continue
+                        p = next((p for p in reversed(_primes(fs[d][t])) if p <= room
+                                  and fs[d][t] // p >= self.lo[d][t] and (h is None or fs[d][k] * p <= h)), None)
+                        if p is not None and (move is None or p > move[3]):
+                            move = (d, t, k, p)
+            if move is None:
+                self.reject(self.space.utilization_source)
+                return None
+            d, t, k, p = move
+            fs[d][t] //= p
+            fs[d][k] *= p
+        return {d: tuple(f) for d, f in fs.items()}
+
+    def project_orders(self, factors: MappingABC[str, Sequence[int]], orders: Sequence[Sequence[str]]) -> Orders | None:
+        """Each level's order with its chains respected (a stable topological sort of the loops of factor above 1;
+        ``None`` when two chains ask for opposite orders of two such loops)."""
+        out = [tuple(o) for o in orders]
+        for j, chains in self.chains.items():
+            t = self.ts[j]
+            cur = list(out[j])
+            pos = {d: i for i, d in enumerate(cur)}
+            after: dict[str, set[str]] = {d: set() for d in cur}
+            indeg = dict.fromkeys(cur, 0)
+            for chain, _ in chains:
+                live = [d for d in chain if factors[d][t] > 1]
+                for a, b in itertools.combinations(live, 2):
+                    if b not in after[a]:
+                        after[a].add(b)
+                        indeg[b] += 1
+            new: list[str] = []
+            ready = sorted((d for d in cur if indeg[d] == 0), key=pos.__getitem__)
+            while ready:
+                d = ready.pop(0)
+                new.append(d)
+                for b in after[d]:
+                    indeg[b] -= 1
+                    if indeg[b] == 0:
+                        ready.append(b)
+                ready.sort(key=pos.__getitem__)
+            if len(new) != len(cur):
+                self.reject(chains[-1][1])
+                return None
+            out[j] = tuple(new)
+        return tuple(out)
+
+    def fit_capacity(self, m: Mapping) -> Mapping | None:
+        """:func:`fit_capacity` within the space: a prime of a dimension leaves a slot at or below ``T(j)`` only when
+        what is left there still meets its lower bound, for the innermost temporal slot above ``T(j)`` whose upper
+        bound takes it. ``None`` when no such move frees the overflowing store (or the result leaves the space)."""
+        nest, arch = self.nest, self.arch
+        fs = {d: list(f) for d, f in m.factors.items()}
+        for j in range(arch.top):
+            tj = self.ts[j]
+            for store in arch.levels[j].stores:
+                if store.capacity_bytes is None:
+                    continue
+                relevant = [d for d in nest.dims if any(d in nest.operand(t).dims for t in store.operands)]
+                while True:
+                    tile = _level_tile(nest, fs, tj)
+                    if _level_usage(nest, store, tile) <= store.capacity_bytes:
+                        break
+                    best: tuple[int, str, int, int, int] | None = None  # (bytes after, dim, prime, from, to)
+                    for d in relevant:
+                        if tile[d] == 1:
+                            continue
+                        for p in _primes(tile[d]):
+                            src = next((k for k in range(tj, -1, -1) if fs[d][k] % p == 0
+                                        and fs[d][k] // p >= self.lo[d][k]), None)
+                            dest = next((t for t in self.ts[j + 1:] if self.hi[d][t] is None
+                                         or fs[d][t] * p <= self.hi[d][t]), None)  # type: ignore[operator]
+                            if src is None or dest is None:
+                                continue
+                            after = _level_usage(nest, store, {**tile, d: tile[d] // p})
+                            if best is None or after < best[0]:
+                                best = (after, d, p, src, dest)
+                            break
+                    if best is None:
+                        return None
+                    _, d, p, src, dest = best
+                    fs[d][src] //= p
+                    fs[d][dest] *= p
+        out = Mapping({d: tuple(f) for d, f in fs.items()}, m.orders)
+        return out if self.ok(out) else None
+
+
 # ================================================================================================== evaluation
 def mapping_key(nest: LoopNest, arch: MappingArch, m: Mapping) -> tuple:
     """A canonical key: mappings with equal keys cost the same (loops of factor 1 are dropped from the orders)."""
@@ -316,9 +662,10 @@ class Evaluator:
     ``budget`` (evaluations) and ``time_limit`` (seconds from construction) make :attr:`exhausted` true."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, budget: int | None = None,
-                 time_limit: float | None = None) -> None:
+                 time_limit: float | None = None, rules: SpaceRules | None = None) -> None:
         _check_objective(objective)
         self.nest, self.arch, self.objective = nest, arch, objective
+        self.rules = rules  # a constrained space: candidates outside it score inf (counted in rules.rejections)
         self.budget = budget
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
         self.cache: dict[tuple, float] = {}
@@ -341,7 +688,10 @@ class Evaluator:
             return v
         self.evaluations += 1
         v = math.inf
-        if fits(self.nest, self.arch, m.factors):
+        broken = self.rules.violations(m, first=True) if self.rules is not None else None
+        if broken:
+            self.rules.reject(broken[0])  # type: ignore[union-attr]
+        elif fits(self.nest, self.arch, m.factors):
             self.cost_model_calls += 1
             report = evaluate_mapping(self.nest, self.arch, m)
             if report.valid:
@@ -354,17 +704,26 @@ class Evaluator:
 
 # ================================================================================================== random search
 def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples: int, seed: int,
-                  time_limit: float | None = None) -> Mapping | None:
+                  time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
     """Timeloop's random mapper: the best valid mapping among ``samples`` random ones (:func:`sample_mapping`:
     uniform random factorizations that respect the spatial axes by construction, random permutations). Samples that
     overflow a buffer are rejected but count as samples, as do repeated ones. Departure from Timeloop's
-    Random-Pruned: no pruning of equivalent permutations (repeats are merely not re-evaluated)."""
+    Random-Pruned: no pruning of equivalent permutations (repeats are merely not re-evaluated).
+
+    In a constrained space (``rules``) each sample is projected into it (:meth:`SpaceRules.project`); a sample the
+    projection gives up on counts as a sample."""
     rng = random.Random(seed)
-    ev = Evaluator(nest, arch, objective, time_limit=time_limit)
+    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules)
     for _ in range(samples):
         if ev.exhausted:
             break
-        ev.value(sample_mapping(nest, arch, rng))
+        m: Mapping | None = sample_mapping(nest, arch, rng)
+        if rules is not None:
+            m = rules.project(m)  # type: ignore[arg-type]
+            if m is None:
+                ev.evaluations += 1
+                continue
+        ev.value(m)  # type: ignore[arg-type]
     return ev.best
 
 
@@ -404,8 +763,10 @@ PAR_PER_AXIS = 3  # parallel dimensions one spatial axis may carry (Eyeriss's 12
 class _Gamma:
     """Decoding and the evolution operators of :func:`gamma`."""
 
-    def __init__(self, nest: LoopNest, arch: MappingArch, rng: random.Random, rate: float) -> None:
+    def __init__(self, nest: LoopNest, arch: MappingArch, rng: random.Random, rate: float,
+                 rules: SpaceRules | None = None) -> None:
         self.nest, self.arch, self.rng, self.rate = nest, arch, rng, rate
+        self.rules = rules  # a constrained space: decoded individuals are projected into it
         self.slots: tuple[Slot, ...] = arch.slots()
         self.ts = _tslots(arch)
         self.top = arch.top
@@ -453,7 +814,10 @@ class _Gamma:
                 f = left if s.level == self.top else largest_divisor_at_most(left, g.tiles[s.level][d] // c[d])
                 fs[d][k] = f
                 c[d] *= f
-        return Mapping({d: tuple(f) for d, f in fs.items()}, tuple(tuple(o) for o in g.orders))
+        m = Mapping({d: tuple(f) for d, f in fs.items()}, tuple(tuple(o) for o in g.orders))
+        if self.rules is not None:
+            return self.rules.project(m) or m  # an individual the projection gives up on scores inf
+        return m
 
     def encode(self, m: Mapping, depth: int, par: Sequence[Sequence] | None = None) -> Genome:
         """Mapping -> genome, the inverse of :meth:`decode` when no axis carries more than :data:`PAR_PER_AXIS`
@@ -498,7 +862,8 @@ class _Gamma:
             self.rng.shuffle(o)
             orders.append(o)
         g = Genome(par, depth, tiles, orders)
-        fixed = fit_capacity(self.nest, self.arch, self.decode(g))
+        fixed = (fit_capacity(self.nest, self.arch, self.decode(g)) if self.rules is None
+                 else self.rules.fit_capacity(self.decode(g)))
         return g if fixed is None else self.encode(fixed, g.depth, g.par)
 
     # ---------------------------------------------------------------------------------------- operators
@@ -594,6 +959,7 @@ def gamma(
     rates: float = 0.5,
     time_limit: float | None = None,
     evaluations: int | None = None,
+    rules: SpaceRules | None = None,
 ) -> Mapping | None:
     """GAMMA (seed 001 Chapter 4): a genetic algorithm over :class:`Genome` individuals.
 
@@ -633,8 +999,8 @@ def gamma(
     if population < 2:
         raise ValueError("the population needs at least two individuals")
     rng = random.Random(seed)
-    ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit)
-    ga = _Gamma(nest, arch, rng, rates)
+    ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit, rules=rules)
+    ga = _Gamma(nest, arch, rng, rates, rules)
     num_elites = max(1, int(population * ELITE_RATIO))
     num_parents = max(2, int(population * PARENTS_RATIO))
 
@@ -810,7 +1176,8 @@ def greedy_tiles(ev: Evaluator, start: Mapping) -> Mapping:
                         fs[ts[j]] //= p
                         fs[ts[i]] *= p
                         cand = Mapping({**cur.factors, d: tuple(fs)}, cur.orders)
-                        if ev.exhausted or not fits(nest, arch, cand.factors):
+                        if ev.exhausted or not fits(nest, arch, cand.factors) or (
+                                ev.rules is not None and not ev.rules.ok(cand)):
                             continue
                         v = ev.value(cand)
                         if v < best_v * (1 - 1e-12):
@@ -827,7 +1194,7 @@ def greedy_tiles(ev: Evaluator, start: Mapping) -> Mapping:
 
 
 def dataflow(nest: LoopNest, arch: MappingArch, name: str, objective: str, *,
-             time_limit: float | None = None) -> Mapping | None:
+             time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
     """A fixed dataflow (seed 001 §4.4.1) with greedily chosen tile sizes: :func:`dataflow_mapping` fixes the
     dimensions on the PE array's axes (the largest divisor that fits), on the MAC fanout and the loop orders, then
     :func:`greedy_tiles` moves temporal factors inwards from main memory. If the template's spatial factors alone
@@ -837,10 +1204,14 @@ def dataflow(nest: LoopNest, arch: MappingArch, name: str, objective: str, *,
     Departure from the seed: GAMMA's baselines had hand-set tile sizes fitting the local buffers; here the tile sizes
     are chosen by the greedy against the cost model and ``objective``."""
     _check_objective(objective)
-    start = fit_capacity(nest, arch, dataflow_mapping(nest, arch, name))
+    if rules is None:
+        start = fit_capacity(nest, arch, dataflow_mapping(nest, arch, name))
+    else:  # a constrained space: the template projected into it, the capacity repair kept within it
+        projected = rules.project(dataflow_mapping(nest, arch, name))
+        start = None if projected is None else rules.fit_capacity(projected)
     if start is None:
         return None
-    ev = Evaluator(nest, arch, objective, time_limit=time_limit)
+    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules)
     if ev.value(start) == math.inf:  # the cost model disagrees with the capacity repair: nothing to improve on
         return None
     return greedy_tiles(ev, start)
@@ -854,30 +1225,30 @@ DEFAULT_GENERATIONS = 50
 
 
 def _random(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-            time_limit: float | None = None) -> Mapping | None:
+            time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
     return random_search(nest, arch, objective, samples=DEFAULT_RANDOM_SAMPLES if budget is None else budget,
-                         seed=seed, time_limit=time_limit)
+                         seed=seed, time_limit=time_limit, rules=rules)
 
 
 def _ga(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-        time_limit: float | None = None) -> Mapping | None:
+        time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
     """Default: population 200 x 50 generations. With a ``budget`` (evaluations), the population is
     ``min(200, max(8, budget // 10))`` and generations run until the budget is spent (at most 4x the budget's worth
     of generations, in case the population converges onto already-evaluated mappings)."""
     if budget is None:
         return gamma(nest, arch, objective, population=DEFAULT_POPULATION, generations=DEFAULT_GENERATIONS,
-                     seed=seed, time_limit=time_limit)
+                     seed=seed, time_limit=time_limit, rules=rules)
     population = min(DEFAULT_POPULATION, max(8, budget // 10))
     generations = max(DEFAULT_GENERATIONS, 4 * -(-budget // population))
     return gamma(nest, arch, objective, population=population, generations=generations, seed=seed,
-                 time_limit=time_limit, evaluations=budget)
+                 time_limit=time_limit, evaluations=budget, rules=rules)
 
 
 def _dataflow_heuristic(name: str) -> Heuristic:
     def run(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-            time_limit: float | None = None) -> Mapping | None:
+            time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
         del seed, budget  # deterministic, self-terminating
-        return dataflow(nest, arch, name, objective, time_limit=time_limit)
+        return dataflow(nest, arch, name, objective, time_limit=time_limit, rules=rules)
 
     run.__doc__ = f"The {name}-like fixed dataflow with greedy tile sizes (seed and budget unused)."
     run.__name__ = f"dataflow_{name}"
@@ -893,8 +1264,54 @@ HEURISTICS: dict[str, Heuristic] = {
 }
 
 
-__all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evaluator", "Genome", "capacity_overflows",
-           "complete_mapping", "dataflow", "dataflow_mapping", "enumerate_factorizations",
-           "enumerate_spatially_valid", "fit_capacity", "fits", "gamma", "greedy_tiles", "largest_divisor_at_most",
-           "mapping_key", "pe_array_fanout", "random_orders", "random_search", "sample_factorization",
-           "sample_factors", "sample_mapping", "slot_caps"]
+@dataclass
+class SpaceResult:
+    """What a heuristic found in a constrained space: the best mapping over the architecture choices (``None``:
+    nothing valid, ``reason`` says why), the PE-array shape of the choice it is for, and its objective."""
+
+    mapping: Mapping | None
+    shape: tuple[int, int] | None = None
+    value: float = math.inf
+    reason: str = ""
+
+
+def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str, *, seed: int = 0,
+                 budget: int | None = None, time_limit: float | None = None) -> SpaceResult:
+    """Heuristic ``method`` on every architecture choice of ``space`` (the sample or evaluation budget and the time
+    limit shared evenly among them), each run kept within the space (:class:`SpaceRules`); the best valid mapping
+    (the first choice on ties). With nothing valid, ``reason`` names the layer and the constraint that turned away
+    the most candidates."""
+    fn = HEURISTICS[method]
+    n = len(space.archs)
+    t0 = time.monotonic()
+    best = SpaceResult(None)
+    rejected: Counter[str] = Counter()
+    for i, choice in enumerate(space.archs):
+        rules = SpaceRules(nest, choice.arch, space) if space.constrained else None
+        share = None if budget is None else max(1, -(-budget // n))
+        left = None if time_limit is None else max(0.0, (time_limit - (time.monotonic() - t0)) / (n - i))
+        m = fn(nest, choice.arch, objective, seed=seed, budget=share, time_limit=left, rules=rules)
+        if rules is not None:
+            rejected.update(rules.rejections)
+            if m is not None and not rules.ok(m):
+                m = None  # never a mapping outside the space
+        if m is None:
+            continue
+        r = evaluate_mapping(nest, choice.arch, m)
+        if r.valid and r.objective(objective) < best.value:
+            best = SpaceResult(m, choice.shape, r.objective(objective))
+    if best.mapping is None:
+        if rejected:
+            label, count = rejected.most_common(1)[0]
+            best.reason = (f"no mapping of layer {nest.describe()} meets {label} ({count} candidate(s) turned away "
+                           "by it)")
+        else:
+            best.reason = f"no valid mapping found for layer {nest.describe()}"
+    return best
+
+
+__all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evaluator", "Genome", "SpaceResult",
+           "SpaceRules", "capacity_overflows", "complete_mapping", "dataflow", "dataflow_mapping",
+           "enumerate_factorizations", "enumerate_spatially_valid", "fit_capacity", "fits", "gamma", "greedy_tiles",
+           "largest_divisor_at_most", "map_in_space", "mapping_key", "pe_array_fanout", "random_orders",
+           "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps"]

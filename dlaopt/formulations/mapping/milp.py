@@ -33,11 +33,33 @@ Variables and the math they encode (slots ``k`` innermost first, levels ``m``, o
 * Capacity: ``sum_{t in store} bytes_t T_tile(t) <= capacity``. Energy: ``sum coef * T + MACs e_mac``. Latency: ``L >=
   compute``, ``L >=`` every store's per-instance traffic over its bandwidth. EDP is solved by
   :func:`dlaopt.formulations.mapping.exact.solve_layer` as a sequence of energy models under latency caps.
+
+The user's constraints (a :class:`~dlaopt.formulations.mapping.space.LayerSpace`; none leaves the model as above):
+
+* A factor bound ``lo <= prod_{k in K} f[d,k] <= hi``: ``sum_{k in K} l[d,k]`` between the logs of the divisors of
+  ``D_d`` on either side of each bound, halfway (achievable values are integers: a margin far above the solver's
+  tolerances). One slot and one value fix the columns ``n[d,k,p]``. A dimension may not unroll on a spatial slot:
+  ``n[d,k,p] = 0``; the most of an axis used: ``sum_d l[d,k] <= ln(max_used + 1/2)``. The value tables below only
+  take the splits of a dimension its bounds allow (still a superset of what is achievable).
+* Minimum utilization ``S real_macs / (macs mac_units) >= u`` (``S`` the product of all spatial factors):
+  ``sum_{spatial k, d} l[d,k] >= ln(S_min - 1/2)``, ``S_min`` the least integer meeting it.
+* Order chains at level ``m``: each chain ``(a, b, c)`` requires, among live loops (factor above 1), ``a`` outside
+  ``b`` outside ``c`` — precedences ``a -> b``, ``a -> c``, ``b -> c``. Binaries ``z[x,m] <= 1 - n[x,T(m),p] / e_p``
+  are 1 only when the loop of ``x`` is trivial. The live precedences must have no cycle: ``sum_{x in C} z[x,m] >=
+  1`` for every simple cycle ``C``. For the operand ``t`` whose group is innermost (``s[m,t]``), an irrelevant loop
+  ``d`` sits in the innermost run of loops irrelevant to ``t`` in some order keeping the chains exactly when no path
+  of live loops leads from ``d`` to a loop relevant to ``t`` (the loops that reach none are closed under successors,
+  so a topological order puts them last). So ``a[m,t,d] <= sum_{x in P, x != d} z[x,m]`` for every path ``P`` from
+  ``d`` to a relevant loop (through irrelevant ones) and ``q[t,c,m,d] <= ln(D_d) a[m,t,d]``. The decoded order of
+  such a level (:meth:`MappingMilp.chain_order`) is a topological order with exactly those loops innermost: it
+  keeps every chain and gets at least the reuse the model claims, and every mapping keeping the chains has a model
+  point claiming its own reuse; so the model's optimum is still the cost model's.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping as MappingABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -48,9 +70,18 @@ from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
 from dlaopt.formulations.mapping.cost import MAC
 from dlaopt.formulations.mapping.loopnest import OPERANDS, Coordinate, LoopNest, divisors, prime_factors
 from dlaopt.formulations.mapping.mapping import Mapping
+from dlaopt.formulations.mapping.space import LayerSpace
 from dlaopt.solvers.linear import LinearModel, LinearModelBuilder
 
 Expr = dict[int, float]
+# a minimum utilization is met when it holds to this relative tolerance (the share is a ratio of integers)
+UTILIZATION_TOLERANCE = 1e-9
+
+
+def restricts(space: LayerSpace | None) -> bool:
+    """Whether ``space`` narrows the map space of its architecture (its choice of architectures aside)."""
+    return space is not None and bool(space.factor_bounds or space.spatial or space.orders
+                                      or space.min_utilization)
 
 
 def _add(*parts: tuple[Expr, float]) -> Expr:
@@ -89,11 +120,13 @@ class MappingMilp:
     ``cap``: an incumbent objective value; counts whose contribution alone exceeds it are cut at the first achievable
     value above it. ``latency_limit``: adds ``latency <= limit`` (the EDP driver); ``energy_cap`` likewise caps the
     energy counts in that case. ``capacity_limits``: tighter byte limits for some stores (used to exclude a tile
-    combination a solver accepted within its feasibility tolerance)."""
+    combination a solver accepted within its feasibility tolerance). ``space``: the user's constraints on the
+    layer's map space (see the module docstring); when no mapping can satisfy them for a reason visible before any
+    solve, ``infeasible`` says why and the model is not built."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, cap: float | None = None,
                  latency_limit: float | None = None, energy_cap: float | None = None,
-                 capacity_limits: dict[tuple[int, str], int] | None = None) -> None:
+                 capacity_limits: dict[tuple[int, str], int] | None = None, space: LayerSpace | None = None) -> None:
         if objective not in ("energy", "latency"):
             raise ValueError(f"the MILP optimises energy or latency, not '{objective}'")
         self.nest, self.arch, self.objective = nest, arch, objective
@@ -118,6 +151,18 @@ class MappingMilp:
         self._one_col = self._var(1.0, 1.0)
         self.c0 = 0.0
         self.objective_scale = 1.0  # model objective x objective_scale = energy (pJ) or latency (cycles)
+        self.space = space if space is not None and restricts(space) else None
+        # per dimension: (slots, lo, hi, source) bounds on the product of its factors over the slots
+        self._dim_rules: dict[str, list[tuple[tuple[int, ...], int, int | None, str]]] = {}
+        self._chains: dict[int, dict[str, set[str]]] = {}  # level -> dim -> the dims that must be inside it
+        self.z: dict[tuple[str, int], int] = {}  # (dim, level) -> 1 only if the dim's loop there is trivial
+        self.claims: dict[tuple[int, str, str], tuple[int, list[tuple[str, ...]]]] = {}  # (level, operand, dim)
+        self.infeasible: str | None = None
+        if self.space is not None:
+            self.infeasible = self._read_space(self.space)
+            if self.infeasible is not None:
+                self._row({self._one_col: 1.0}, lo=2.0)  # an honest model: no column vector satisfies it
+                return
         self._build()
 
     # ------------------------------------------------------------------------------------------ primitives
@@ -151,6 +196,8 @@ class MappingMilp:
                 expr = _add(*((self.ln_f(d, k), 1.0) for d in self.dims))
                 if expr:
                     self._row(expr, hi=math.log(s.size) + 1e-9)
+        if self.space is not None:
+            self._space_rows(self.space)
         self._break_axis_symmetry()
         self.one: dict[tuple[str, int], int] = {}
         for d in self.dims:
@@ -182,16 +229,19 @@ class MappingMilp:
                         qv = self.qcols[t, c, m, d] = self._var(0, math.log(nest.sizes[d]))
                         self._row(_add(({qv: 1.0}, 1.0), (self.ln_f(d, self.tslot[m]), -1.0)), hi=0.0)
                         self._row({qv: 1.0, g: -math.log(nest.sizes[d])}, hi=0.0)
+        if self._chains:
+            self._order_rows()
         self._objective_and_constraints()
 
     def _break_axis_symmetry(self) -> None:
         """Two axes of one fanout with the same size are interchangeable (the cost model sees only the products per
         dimension over a fanout): keep one orientation of every such pair, ``weight(a) >= weight(b)`` for a fixed
-        generic weighting of the prime exponents (one orientation of any solution satisfies it)."""
-        groups: dict[tuple[int, bool, int], list[int]] = {}
+        generic weighting of the prime exponents (one orientation of any solution satisfies it). Axes the space
+        constrains differently are not interchangeable and are left alone."""
+        groups: dict[tuple, list[int]] = {}
         for k, s in enumerate(self.slots):
             if s.kind == SPATIAL:
-                groups.setdefault((s.level, s.mac, s.size), []).append(k)
+                groups.setdefault((s.level, s.mac, s.size, self._slot_signature(k)), []).append(k)
         for ks in groups.values():
             for a, b in zip(ks, ks[1:], strict=False):
                 row: Expr = {}
@@ -202,6 +252,151 @@ class MappingMilp:
                         row[self.n[d, b, p]] = row.get(self.n[d, b, p], 0.0) - w
                 if row:
                     self._row(row, lo=0.0)
+
+    # ------------------------------------------------------------------------------------------ the user's space
+    def _read_space(self, space: LayerSpace) -> str | None:
+        """The per-dimension rules and the order chains of ``space``; a reason when a dimension has no factorization
+        its rules allow, or the utilization asked for is more than any mapping reaches."""
+        nest = self.nest
+        for b in space.factor_bounds:
+            if b.dim not in nest.sizes:
+                if b.lo > 1:
+                    return f"{b.source}: the layer has no dimension {b.dim}, whose factors multiply to 1"
+                continue
+            self._dim_rules.setdefault(b.dim, []).append((tuple(sorted(set(b.slots))), b.lo, b.hi, b.source))
+        for a in space.spatial:
+            slot = self.slots[a.slot]
+            if slot.kind != SPATIAL:
+                raise ValueError(f"{a.source}: slot {a.slot} ({slot.name}) is not a spatial slot")
+            for d in nest.dims:
+                if a.dims is not None and d not in a.dims:
+                    self._dim_rules.setdefault(d, []).append(((a.slot,), 1, 1, a.source))
+                elif a.max_used is not None and a.max_used < slot.size:  # per dimension; the slot's row too
+                    self._dim_rules.setdefault(d, []).append(((a.slot,), 1, a.max_used, a.source))
+        for d, rules in self._dim_rules.items():
+            if not self._dim_splits(d):
+                sources = ", ".join(dict.fromkeys(r[3] for r in rules))
+                return f"no split of {d} = {nest.sizes[d]} over the slots satisfies {sources}"
+        need = self._spatial_needed(space)
+        if need > 1:
+            spatial = [k for k, s in enumerate(self.slots) if s.kind == SPATIAL]
+            most = math.prod(max(math.prod(f[k] for k in spatial) for f in self._dim_splits(d)) for d in nest.dims)
+            for k in spatial:
+                most_k = min([self.slots[k].size] + [a.max_used for a in space.spatial
+                                                      if a.slot == k and a.max_used is not None])
+                most = min(most, most_k * math.prod(self.slots[j].size for j in spatial if j != k))
+            if need > most:
+                return (f"{space.utilization_source}: a utilization of {space.min_utilization} needs {need} parallel "
+                        f"MACs, at most {most} can be used")
+        for ch in space.orders:
+            if not 0 <= ch.level <= self.arch.top:
+                raise ValueError(f"{ch.source}: level {ch.level} does not exist")
+            live = [d for d in dict.fromkeys(ch.chain) if d in self.primes]
+            for i, a in enumerate(live):
+                for b in live[i + 1:]:
+                    self._chains.setdefault(ch.level, {}).setdefault(a, set()).add(b)
+        return None
+
+    def _spatial_needed(self, space: LayerSpace) -> int:
+        """The least product of all spatial factors that meets the minimum utilization (1: no minimum)."""
+        if not space.min_utilization:
+            return 1
+        need = space.min_utilization * space.macs_available * self.nest.macs / self.nest.real_macs
+        return max(1, math.ceil(need * (1 - UTILIZATION_TOLERANCE)))
+
+    def _space_rows(self, space: LayerSpace) -> None:
+        """Factor bounds (fixed columns for a single slot and a single value, else a row on the log of the product
+        whose sides lie halfway between achievable values), spatial allowances and the minimum utilization."""
+        for d, rules in self._dim_rules.items():
+            if d not in self.primes:
+                continue  # the prefilter showed that 1 is allowed
+            values = divisors(self.nest.sizes[d])
+            for slots, lo, hi, _ in rules:
+                lo_v = min(v for v in values if v >= lo)
+                hi_v = max(v for v in values if hi is None or v <= hi)
+                if len(slots) == 1 and lo_v == hi_v:
+                    for p in self.primes[d]:
+                        col, e = self.n[d, slots[0], p], _exp(lo_v, p)
+                        self._lb[col], self._ub[col] = max(self._lb[col], e), min(self._ub[col], e)
+                    continue
+                below = [v for v in values if v < lo_v]
+                above = [v for v in values if v > hi_v]
+                if not below and not above:
+                    continue
+                expr = _add(*((self.ln_f(d, k), 1.0) for k in slots))
+                self._row(expr, lo=0.5 * math.log(below[-1] * lo_v) if below else -math.inf,
+                          hi=0.5 * math.log(hi_v * above[0]) if above else math.inf)
+        for a in space.spatial:
+            if a.max_used is not None and a.max_used < self.slots[a.slot].size:
+                expr = _add(*((self.ln_f(d, a.slot), 1.0) for d in self.dims))
+                if expr:  # integer products: at most max_used is below max_used + 1/2
+                    self._row(expr, hi=math.log(a.max_used + 0.5))
+        need = self._spatial_needed(space)
+        if need > 1:
+            expr = _add(*((self.ln_f(d, k), 1.0) for k, s in enumerate(self.slots) if s.kind == SPATIAL
+                          for d in self.dims))
+            self._row(expr, lo=math.log(need - 0.5))
+
+    def _slot_signature(self, k: int) -> tuple:
+        """What the space says about spatial slot ``k``: slots with equal signatures are interchangeable."""
+        if self.space is None:
+            return ()
+        bounds = tuple(i for i, b in enumerate(self.space.factor_bounds) if k in b.slots)
+        allows = tuple(sorted(repr((None if a.dims is None else sorted(a.dims), a.max_used))
+                              for a in self.space.spatial if a.slot == k))
+        return bounds, allows
+
+    def _order_rows(self) -> None:
+        """Order chains (see the module docstring): ``z[x,m]`` binary, 1 only if ``f[x,T(m)] = 1``; no cycle of the
+        chains' precedences among live loops; a loop's reuse saving at ``m`` only if no live path leads from it to
+        a loop relevant to the operand."""
+        nest = self.nest
+        for m, succ in self._chains.items():
+            k = self.tslot[m]
+            nodes = [d for d in self.dims if d in succ or any(d in v for v in succ.values())]
+            for x in nodes:
+                v = self.z[x, m] = self._var(0, 1, integer=True)
+                for p, e in self.primes[x].items():
+                    self._row({v: 1.0, self.n[x, k, p]: 1.0 / e}, hi=1.0)
+            for cycle in _simple_cycles(succ, nodes):
+                self._row({self.z[x, m]: 1.0 for x in cycle}, lo=1.0)
+            for t in OPERANDS:
+                rel = nest.operand(t).dims
+                for d in nodes:
+                    qs = [col for (t2, _, m2, d2), col in self.qcols.items() if (t2, m2, d2) == (t, m, d)]
+                    if d in rel or not qs:
+                        continue
+                    paths = _paths_to(succ, d, rel)
+                    if not paths:
+                        continue
+                    a = self._var(0, 1)
+                    for path in paths:
+                        self._row({a: 1.0, **{self.z[x, m]: -1.0 for x in path[1:]}}, hi=0.0)
+                    for q in qs:
+                        self._row({q: 1.0, a: -math.log(nest.sizes[d])}, hi=0.0)
+                    self.claims[m, t, d] = (a, paths)
+
+    def chain_order(self, level: int, factors: MappingABC[str, Sequence[int]], innermost: str | None
+                    ) -> tuple[str, ...]:
+        """An order of ``level`` that keeps its chains, with ``innermost``'s irrelevant loops that no live path
+        leads from to a loop relevant to it innermost: factor-1 loops, then the other live loops, then those."""
+        nest, k = self.nest, self.tslot[level]
+        live = [d for d in nest.dims if factors[d][k] > 1]
+        succ = {a: {b for b in bs if b in live} for a, bs in self._chains[level].items() if a in live}
+        inner: set[str] = set()
+        if innermost is not None:
+            blocked = {d for d in live if d in nest.operand(innermost).dims}
+            grown = True
+            while grown:
+                grown = False
+                for a in live:
+                    if a not in blocked and succ.get(a, set()) & blocked:
+                        blocked.add(a)
+                        grown = True
+            inner = set(live) - blocked
+        head = [d for d in nest.dims if d not in live]
+        return (*head, *_topological([d for d in live if d not in inner], succ),
+                *_topological([d for d in live if d in inner], succ))
 
     # ------------------------------------------------------------------------------------------ count terms
     def _spatial_above(self, level: int) -> list[int]:
@@ -512,6 +707,9 @@ class MappingMilp:
                         break
                     rec(k + 1, (*prefix, v), remaining // v)
             rec(0, (), self.nest.sizes[d])
+            rules = self._dim_rules.get(d)
+            if rules:  # the splits the space allows (still a superset of the achievable values)
+                out = [f for f in out if _split_ok(f, rules)]
             self._splits[d] = out
         return self._splits[d]
 
@@ -619,7 +817,7 @@ class MappingMilp:
         orders = []
         for m in range(len(self.arch.levels)):
             chosen = next((t for t in OPERANDS if x[self.s[m, t]] > 0.5), None)
-            orders.append(self.grouped_order(chosen))
+            orders.append(self.chain_order(m, factors, chosen) if m in self._chains else self.grouped_order(chosen))
         return Mapping({d: tuple(fs) for d, fs in factors.items()}, tuple(orders))
 
     def grouped_order(self, innermost: str | None) -> tuple[str, ...]:
@@ -659,8 +857,14 @@ class MappingMilp:
             ok = x[self.s[lvl, t]] >= 1 and all(
                 x[self.one[d, m2]] >= 1 for m2 in range(c + 1, lvl) for d in self.dims if d in rel)
             x[col] = 1.0 if ok else 0.0
+        for (d, lvl), col in self.z.items():
+            x[col] = 1.0 if m.factors[d][self.tslot[lvl]] == 1 else 0.0
+        for (lvl, _, _), (col, paths) in self.claims.items():
+            x[col] = min([1.0] + [sum(x[self.z[d, lvl]] for d in path[1:]) for path in paths])
         for (t, c, lvl, d), col in self.qcols.items():
             x[col] = math.log(m.factors[d][self.tslot[lvl]]) * x[self.g[t, c, lvl]]
+            if (lvl, t, d) in self.claims:
+                x[col] *= x[self.claims[lvl, t, d][0]]
         for (coord, _), (_, cols, pattern) in self._halo.items():
             runs = _runs(pattern)
             (a, _), (b, _) = coord.terms
@@ -686,6 +890,56 @@ class MappingMilp:
             need = max(need, lo - rest)
         x[self.latency_col] = need
         return x
+
+
+def _split_ok(split: Sequence[int], rules: list[tuple[tuple[int, ...], int, int | None, str]]) -> bool:
+    for slots, lo, hi, _ in rules:
+        v = math.prod(split[k] for k in slots)
+        if v < lo or (hi is not None and v > hi):
+            return False
+    return True
+
+
+def _simple_cycles(succ: MappingABC[str, set[str]], nodes: Sequence[str]) -> list[tuple[str, ...]]:
+    """The node sets of the simple cycles of the graph ``succ`` (each once)."""
+    out: dict[frozenset[str], tuple[str, ...]] = {}
+    for i, start in enumerate(nodes):
+        allowed = set(nodes[i:])  # cycles through ``start`` and later nodes only: each found from its first node
+
+        def rec(path: tuple[str, ...], start: str = start, allowed: set[str] = allowed) -> None:
+            for y in sorted(succ.get(path[-1], set()), key=nodes.index):
+                if y == start:
+                    out.setdefault(frozenset(path), path)
+                elif y in allowed and y not in path:
+                    rec((*path, y))
+        rec((start,))
+    return list(out.values())
+
+
+def _paths_to(succ: MappingABC[str, set[str]], start: str, ends: frozenset[str]) -> list[tuple[str, ...]]:
+    """Simple paths from ``start`` to a node of ``ends`` whose intermediate nodes are not in ``ends``."""
+    out: list[tuple[str, ...]] = []
+
+    def rec(path: tuple[str, ...]) -> None:
+        for y in sorted(succ.get(path[-1], set())):
+            if y in path:
+                continue
+            if y in ends:
+                out.append((*path, y))
+            else:
+                rec((*path, y))
+    rec((start,))
+    return out
+
+
+def _topological(items: Sequence[str], succ: MappingABC[str, set[str]]) -> list[str]:
+    """``items`` ordered so that every edge of ``succ`` among them points inwards (the first fitting item first)."""
+    rest, out = list(items), []
+    while rest:
+        pick = next((d for d in rest if not any(d in succ.get(a, set()) for a in rest if a != d)), rest[0])
+        out.append(pick)
+        rest.remove(pick)
+    return out
 
 
 def _max_exp(size: int, p: int) -> int:

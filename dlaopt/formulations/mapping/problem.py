@@ -3,6 +3,13 @@
 A solution maps each layer (layers of identical shape share a mapping problem and are solved once, in parallel over
 worker processes). The evaluator is the cost model, :func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`,
 itself checked against a loop-nest simulator in the tests.
+
+User constraints (``constraints:`` records of the kinds in :mod:`dlaopt.specs.mapping`, and those a ``flexibility``
+class expands to) are resolved per layer into a constrained map space (:mod:`.constraints`, :mod:`.space`); layers
+are grouped by identical loop nest *and* space. Every method keeps to the space — the exact model takes it as
+rows, the enumeration filters by it, the heuristics project into it or report which constraint stopped them — and
+the evaluator checks each record again with its own code (:mod:`.check`), naming every constraint a solution
+breaks. A layer restricted to PE-array shapes records the shape its mapping uses (``pe_array_shape``).
 """
 
 from __future__ import annotations
@@ -19,15 +26,20 @@ from typing import TYPE_CHECKING, Any
 from dlaopt.errors import InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, HeuristicFailure, Method, MilpFormulation, Problem
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
+from dlaopt.formulations.mapping.check import constraint_violations, layer_arch, pe_shape
+from dlaopt.formulations.mapping.constraints import Conflict, resolve
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
-from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
+from dlaopt.formulations.mapping.loopnest import LoopNest, mappable_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
+from dlaopt.formulations.mapping.space import ArchChoice, LayerSpace
 from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, kill_pool, process_pool
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint
 from dlaopt.specs import mapping as opts
+from dlaopt.specs.constraints import Constraint, KeyPath, selected
 
 if TYPE_CHECKING:
+    from dlaopt.hardware.model import Accelerator
     from dlaopt.io.instance import Instance
 
 HEURISTIC_METHODS = ("random", "ga", "nvdla", "eyeriss", "shidiannao")
@@ -38,22 +50,44 @@ NOT_FINISHED_MESSAGE = "total time limit reached before it finished"
 
 @dataclass
 class MappingData:
-    nests: list[LoopNest]  # every layer to map, in workload order
+    nests: list[LoopNest]  # every layer to map, in workload order (padded as options and constraints say)
     groups: list[list[int]]  # indices of nests with an identical mapping problem (first = representative)
-    arch: MappingArch
+    arch: MappingArch  # the instance's accelerator, unconstrained
     objective: str
     options: dict[str, Any]
     source: str | None = None
+    spaces: list[LayerSpace] = field(default_factory=list)  # per group: its constrained map space
+    constraints: tuple[Constraint, ...] = ()  # the mapping constraints in force (file order, presets first)
+    op_kinds: list[str] = field(default_factory=list)  # per nest: its operator kind (for the layer selectors)
+    conflicts: list[Conflict] = field(default_factory=list)  # constraints that certainly cannot hold
+    accelerator: Accelerator | None = None
+
+    def __post_init__(self) -> None:
+        if not self.spaces:
+            self.spaces = [LayerSpace((ArchChoice(None, self.arch),), mac_units=self.arch.num_macs)
+                           for _ in self.groups]
 
     @property
     def representatives(self) -> list[LoopNest]:
         return [self.nests[g[0]] for g in self.groups]
+
+    def layer_constraints(self, i: int) -> list[Constraint]:
+        """The constraints selecting nest ``i``."""
+        kind = self.op_kinds[i] if i < len(self.op_kinds) else ""
+        return [c for c in self.constraints if selected(c, self.nests[i].name, kind)]
+
+    def layer_arch(self, name: str, shape: tuple[int, int] | None = None) -> MappingArch:
+        """The architecture layer ``name`` is mapped on (its bypasses; the PE array resized to ``shape``)."""
+        i = next(i for i, n in enumerate(self.nests) if n.name == name)
+        cs = self.layer_constraints(i)
+        return layer_arch(self.arch, self.accelerator, cs, shape) if cs or shape is not None else self.arch
 
 
 @dataclass
 class MappingSolution:
     mappings: dict[str, Mapping]  # layer name -> mapping
     per_layer: dict[str, dict[str, Any]] = field(default_factory=dict)  # solver notes per representative layer
+    shapes: dict[str, tuple[int, int]] = field(default_factory=dict)  # layer name -> PE-array shape it uses
 
 
 def aggregate(reports: list[CostReport], objective: str) -> float:
@@ -128,30 +162,59 @@ def _capped(limit: float | None, deadline: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- per-layer workers
+def _budget(method: str, options: dict[str, Any]) -> int | None:
+    if method == "random":
+        return int(options["random_samples"])
+    if method == "ga":
+        return int(options["ga_population"]) * int(options["ga_generations"])
+    return None
+
+
 def run_layer_heuristic(method: str, nest: LoopNest, arch: MappingArch, objective: str, options: dict[str, Any],
                         seed: int, time_limit: float | None) -> tuple[Mapping | None, float]:
+    """Heuristic ``method`` on one layer without constraints: (mapping or ``None``, seconds)."""
     from dlaopt.formulations.mapping.heuristics import HEURISTICS
 
     t0 = time.perf_counter()
-    budget: int | None = None
     if time_limit is not None and time_limit <= 0:
         return None, 0.0
-    if method == "random":
-        budget = int(options["random_samples"])
-    elif method == "ga":
-        budget = int(options["ga_population"]) * int(options["ga_generations"])
     fn = HEURISTICS[method]
-    kwargs: dict[str, Any] = {"seed": seed, "budget": budget, "time_limit": time_limit}
+    kwargs: dict[str, Any] = {"seed": seed, "budget": _budget(method, options), "time_limit": time_limit}
     m = fn(nest, arch, objective, **kwargs)
     return m, time.perf_counter() - t0
 
 
+def run_layer_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str, options: dict[str, Any],
+                       seed: int, time_limit: float | None
+                       ) -> tuple[Mapping | None, float, tuple[int, int] | None, str]:
+    """Heuristic ``method`` on one layer within its constrained map space: (mapping or ``None``, seconds, the
+    PE-array shape it is for, why there is none). An unconstrained space runs :func:`run_layer_heuristic` on its
+    architecture."""
+    if not space.constrained:
+        m, secs = run_layer_heuristic(method, nest, space.archs[0].arch, objective, options, seed, time_limit)
+        return m, secs, None, "" if m is not None else f"no valid mapping found for layer {nest.describe()}"
+    from dlaopt.formulations.mapping.heuristics import map_in_space
+
+    t0 = time.perf_counter()
+    if time_limit is not None and time_limit <= 0:
+        return None, 0.0, None, NOT_STARTED_MESSAGE
+    r = map_in_space(method, nest, space, objective, seed=seed, budget=_budget(method, options),
+                     time_limit=time_limit)
+    return r.mapping, time.perf_counter() - t0, r.shape, r.reason
+
+
 def run_layer_exact(nest: LoopNest, arch: MappingArch, objective: str, options: dict[str, Any],
-                    solve_options: SolveOptions, solver: str) -> dict[str, Any] | None:
+                    solve_options: SolveOptions, solver: str, space: LayerSpace | None = None
+                    ) -> dict[str, Any] | None:
     """The exact method on one layer, warm-started from ``options["warm_start"]``; the warm start's time counts
-    against ``solve_options.time_limit``. ``None`` when ``solve_options.deadline`` has passed before it starts."""
+    against ``solve_options.time_limit``. ``None`` when ``solve_options.deadline`` has passed before it starts.
+    Within a constrained map space (``space``) see :func:`_run_layer_exact_in_space`; ``arch`` is then unused."""
     from dlaopt.formulations.mapping.exact import solve_layer
 
+    if space is not None and space.constrained:
+        return _run_layer_exact_in_space(nest, space, objective, options, solve_options, solver)
+    if space is not None:
+        arch = space.archs[0].arch
     t0 = time.perf_counter()
     limit = _capped(solve_options.time_limit, solve_options.deadline)
     if limit is not None and limit <= 0:
@@ -181,16 +244,99 @@ def run_layer_exact(nest: LoopNest, arch: MappingArch, objective: str, options: 
             "warm_start": warm_best, "trace": [(p.time_s, p.incumbent, p.bound) for p in r.trace]}
 
 
-def run_layer_exhaustive(nest: LoopNest, arch: MappingArch, objective: str, limit: int) -> dict[str, Any]:
-    from dlaopt.formulations.mapping.exhaustive import SpaceTooLarge, exhaustive
+def _run_layer_exact_in_space(nest: LoopNest, space: LayerSpace, objective: str, options: dict[str, Any],
+                              solve_options: SolveOptions, solver: str) -> dict[str, Any] | None:
+    """The exact method on one layer within its constrained map space: per architecture choice (PE-array shape),
+    the warm-start heuristics kept within the space and the model solved with the space's rows; the best mapping
+    over the choices, with the least of their bounds (a choice proven infeasible bounds nothing). Status
+    ``infeasible`` when every choice is proven infeasible."""
+    from dlaopt.formulations.mapping.exact import solve_layer
+    from dlaopt.formulations.mapping.heuristics import HEURISTICS, SpaceRules
 
     t0 = time.perf_counter()
+    limit = _capped(solve_options.time_limit, solve_options.deadline)
+    if limit is not None and limit <= 0:
+        return None
+    per_arch: list[tuple[ArchChoice, Any, list[tuple[str, float]]]] = []
+    t_warm = 0.0
+    for i, choice in enumerate(space.archs):
+        share = None if limit is None else max(0.0, limit - (time.perf_counter() - t0)) / (len(space.archs) - i)
+        tw = time.perf_counter()
+        warm: list[Mapping] = []
+        warm_values: list[tuple[str, float]] = []
+        for h in options["warm_start"]:
+            h_limit = None if share is None else max(0.0, share - (time.perf_counter() - tw))
+            if h_limit is not None and h_limit <= 0:
+                continue
+            rules = SpaceRules(nest, choice.arch, space)
+            m = HEURISTICS[h](nest, choice.arch, objective, seed=solve_options.seed, budget=_budget(h, options),
+                              time_limit=h_limit, rules=rules)
+            if m is not None and rules.ok(m):
+                rep = evaluate_mapping(nest, choice.arch, m)
+                if rep.valid:
+                    warm.append(m)
+                    warm_values.append((h, rep.objective(objective)))
+        t_warm += time.perf_counter() - tw
+        left = None if share is None else max(0.1, share - (time.perf_counter() - tw))
+        o = SolveOptions(time_limit=left, mip_rel_gap=solve_options.mip_rel_gap, threads=solve_options.threads,
+                         seed=solve_options.seed, node_limit=solve_options.node_limit,
+                         deterministic=solve_options.deterministic, extra=dict(solve_options.extra))
+        r = solve_layer(nest, choice.arch, objective, warm=warm, options=o, solver=solver, space=space)
+        per_arch.append((choice, r, warm_values))
+    live = [(c, r, w) for c, r, w in per_arch if r.status != Status.INFEASIBLE]
+    found = [(c, r, w) for c, r, w in live if r.mapping is not None and r.objective is not None]
+    best = min(found, key=lambda x: x[1].objective) if found else None
+    statuses = {r.status for _, r, _ in live}
+    if not live:
+        status = Status.INFEASIBLE
+    elif best is None:
+        status = Status.NO_SOLUTION if Status.ERROR not in statuses else Status.ERROR
+    elif statuses == {Status.OPTIMAL}:
+        status = Status.OPTIMAL
+    elif Status.ERROR in statuses:
+        status = Status.ERROR
+    else:
+        status = Status.FEASIBLE
+    bound = None
+    if live and all(r.bound is not None for _, r, _ in live):
+        bound = min(r.bound for _, r, _ in live)
+    if best is not None and bound is not None:
+        bound = min(bound, best[1].objective)
+    warm_all = [w for _, _, ws in per_arch for w in ws]
+    msgs = sorted({r.message for _, r, _ in per_arch if r.message})
+    if not live:
+        msgs.insert(0, f"no mapping of layer {nest.describe()} meets its constraints ("
+                    + ", ".join(space.sources) + ")")
+    r_best = best[1] if best is not None else None
+    return {"mapping": None if r_best is None else r_best.mapping,
+            "shape": None if best is None else best[0].shape,
+            "objective": None if r_best is None else r_best.objective,
+            "model_objective": None if r_best is None else r_best.model_objective, "bound": bound,
+            "status": status.value, "time_s": time.perf_counter() - t0, "warm_start_s": t_warm,
+            "solves": sum(r.solves for _, r, _ in per_arch), "message": "; ".join(msgs),
+            "model_stats": None if r_best is None else r_best.model_stats,
+            "warm_start": min(warm_all, key=lambda w: w[1]) if warm_all else None,
+            "trace": [] if r_best is None else [(p.time_s, p.incumbent, p.bound) for p in r_best.trace]}
+
+
+def run_layer_exhaustive(nest: LoopNest, arch: MappingArch, objective: str, limit: int,
+                         space: LayerSpace | None = None) -> dict[str, Any]:
+    """Every mapping of one layer enumerated (within ``space`` when it is constrained; ``arch`` is then unused):
+    the best, the PE-array shape it is for, and a message when the space is too large to enumerate."""
+    from dlaopt.formulations.mapping.exhaustive import SpaceTooLarge, exhaustive, exhaustive_in_space
+
+    t0 = time.perf_counter()
+    shape = None
     try:
-        m = exhaustive(nest, arch, objective, limit=limit)
+        if space is not None and space.constrained:
+            found = exhaustive_in_space(nest, space, objective, limit=limit)
+            m, shape = found if found is not None else (None, None)
+        else:
+            m = exhaustive(nest, space.archs[0].arch if space is not None else arch, objective, limit=limit)
         msg = ""
     except SpaceTooLarge as exc:
         m, msg = None, str(exc)
-    return {"mapping": m, "time_s": time.perf_counter() - t0, "message": msg}
+    return {"mapping": m, "shape": shape, "time_s": time.perf_counter() - t0, "message": msg}
 
 
 class MappingProblem(Problem[MappingData, MappingSolution]):
@@ -233,26 +379,50 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             if d not in {"N", "G", "K", "C", "P", "Q", "R", "S", "B", "M"}:
                 raise InputError(f"unknown loop dimension '{d}' in padding", file=instance.source,
                                  path=("options", "padding", d), expected="one of N G K C P Q R S B M")
-        nests = [loopnest_from_operator(wl, op, padding) for op in ops]
+        acc = instance.accelerator
         try:
-            arch = arch_from_accelerator(instance.accelerator)
+            arch = arch_from_accelerator(acc)
         except ValueError as exc:
             raise InputError(str(exc), file=instance.source, path=("hardware",)) from None
-        groups = list(unique_layers(nests).values())
-        return MappingData(nests, groups, arch, instance.objective, options, instance.source)
+        declared = tuple(self.declared_constraints(instance))
+        try:
+            res = resolve(declared, wl, ops, arch, acc, padding)
+        except InputError as exc:
+            raise exc.located(file=instance.source) from None
+        groups: dict[tuple, list[int]] = {}
+        for i, (n, sp) in enumerate(zip(res.nests, res.spaces, strict=True)):
+            groups.setdefault((n.shape_key(), sp), []).append(i)
+        return MappingData(res.nests, list(groups.values()), arch, instance.objective, options, instance.source,
+                           spaces=[res.spaces[g[0]] for g in groups.values()], constraints=declared,
+                           op_kinds=[op.kind.value for op in ops], conflicts=res.conflicts, accelerator=acc)
+
+    def declared_constraints(self, instance: Instance) -> tuple[Constraint, ...]:
+        """The constraints a ``flexibility`` class expands to, then the ``constraints`` list."""
+        from dlaopt.formulations.mapping.flexibility import expand
+
+        return (*expand(instance), *instance.constraints)
 
     def infeasibility_reason(self, data: MappingData) -> str | None:
-        """A layer whose single elements do not fit: every level must hold one element of each operand it keeps."""
-        for lv in data.arch.levels[:-1]:
-            for store in lv.stores:
-                if store.capacity_bytes is None:
-                    continue
-                for nest in data.representatives:
+        """A layer whose single elements do not fit (every level must hold one element of each operand it keeps,
+        on the architecture the layer is mapped on), or constraints that certainly cannot hold together
+        (:func:`~dlaopt.formulations.mapping.constraints.certain_conflicts`)."""
+        for g, space in zip(data.groups, data.spaces, strict=True):
+            nest = data.nests[g[0]]
+            for lv in space.archs[0].arch.levels[:-1]:
+                for store in lv.stores:
+                    if store.capacity_bytes is None:
+                        continue
                     need = sum(nest.operand(t).word_bytes for t in store.operands)
                     if need > store.capacity_bytes:
                         return (f"memory '{store.memory}' ({store.capacity_bytes} B) cannot hold one element each "
                                 f"of {'+'.join(sorted(store.operands))} ({need} B) for layer {nest.name}")
+        if data.conflicts:
+            return "these constraints cannot hold: " + data.conflicts[0].message
         return None
+
+    def conflicting_constraints(self, data: MappingData, options: SolveOptions) -> list[KeyPath] | None:
+        """The constraints of the first certain conflict (:meth:`infeasibility_reason`), where there is one."""
+        return list(data.conflicts[0].paths) if data.conflicts and data.conflicts[0].paths else None
 
     def describe(self, data: MappingData) -> dict[str, Any]:
         return {
@@ -263,17 +433,26 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             "slots": [s.name for s in data.arch.slots()],
             "mac_units": data.arch.num_macs,
             "objective": data.objective,
+            "constraints": len(data.constraints),
+            "constrained_layers": sum(len(g) for g, sp in zip(data.groups, data.spaces, strict=True) if sp.sources),
         }
 
     # ------------------------------------------------------------------------------------------------ methods
-    def _expand(self, data: MappingData, per_rep: list[Mapping | None]) -> MappingSolution:
+    def _expand(self, data: MappingData, per_rep: list[Mapping | None],
+                shapes: list[tuple[int, int] | None] | None = None, reasons: list[str] | None = None
+                ) -> MappingSolution:
         out: dict[str, Mapping] = {}
-        for g, m in zip(data.groups, per_rep, strict=True):
+        out_shapes: dict[str, tuple[int, int]] = {}
+        for j, (g, m) in enumerate(zip(data.groups, per_rep, strict=True)):
             if m is None:
-                raise HeuristicFailure(f"no valid mapping found for layer {data.nests[g[0]].describe()}")
+                why = reasons[j] if reasons is not None and reasons[j] else ""
+                raise HeuristicFailure(why or f"no valid mapping found for layer {data.nests[g[0]].describe()}")
+            shape = shapes[j] if shapes is not None else None
             for i in g:
                 out[data.nests[i].name] = m
-        return MappingSolution(out)
+                if shape is not None:
+                    out_shapes[data.nests[i].name] = shape
+        return MappingSolution(out, shapes=out_shapes)
 
     def run_heuristic(self, method: str, data: MappingData, options: SolveOptions) -> MappingSolution:
         per_limit = None if options.time_limit is None else options.time_limit / max(1, math.ceil(
@@ -281,17 +460,17 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         per_limit = _capped(per_limit, options.deadline)
         if per_limit is not None and per_limit <= 0:
             raise HeuristicFailure(NOT_STARTED_MESSAGE)
-        args = [(method, n, data.arch, data.objective, data.options, options.seed, per_limit)
-                for n in data.representatives]
-        results = _map_layers(data, run_layer_heuristic, args, options.deadline)
+        args = [(method, n, sp, data.objective, data.options, options.seed, per_limit)
+                for n, sp in zip(data.representatives, data.spaces, strict=True)]
+        results = _map_layers(data, run_layer_in_space, args, options.deadline)
         missing = [n for n, r in zip(data.representatives, results, strict=True) if r is None]
         if missing:
             raise HeuristicFailure(f"{NOT_STARTED_MESSAGE} or finished: {len(missing)} of {len(results)} layers "
                                    f"not mapped ({', '.join(n.name for n in missing[:3])}"
                                    f"{', ...' if len(missing) > 3 else ''})")
-        sol = self._expand(data, [m for m, _ in results])
-        for g, (_, secs) in zip(data.groups, results, strict=True):
-            sol.per_layer[data.nests[g[0]].name] = {"time_s": secs}
+        sol = self._expand(data, [r[0] for r in results], [r[2] for r in results], [r[3] for r in results])
+        for g, r in zip(data.groups, results, strict=True):
+            sol.per_layer[data.nests[g[0]].name] = {"time_s": r[1]}
         return sol
 
     def build_milp(self, data: MappingData) -> MilpFormulation[MappingSolution]:
@@ -303,18 +482,25 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         reps = data.representatives
         if method == "exhaustive":
             results = _map_layers(data, run_layer_exhaustive,
-                                  [(n, data.arch, data.objective, int(data.options["exhaustive_limit"])) for n in reps],
+                                  [(n, data.arch, data.objective, int(data.options["exhaustive_limit"]), sp)
+                                   for n, sp in zip(reps, data.spaces, strict=True)],
                                   options.deadline)
             unfinished = self._unfinished(reps, results)
             if unfinished:
                 return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration", message=unfinished,
                                     solve_time_s=time.perf_counter() - t0)
-            if any(r["mapping"] is None for r in results):
-                msg = next((r["message"] for r in results if r["mapping"] is None), "")
-                return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration",
-                                    message=msg or "some layer has no valid mapping",
+            too_large = next((r["message"] for r in results if r["mapping"] is None and r["message"]), "")
+            if too_large:
+                return ExactOutcome(None, Status.NO_SOLUTION, None, "enumeration", message=too_large,
                                     solve_time_s=time.perf_counter() - t0)
-            sol = self._expand(data, [r["mapping"] for r in results])
+            empty = next((n for n, r in zip(reps, results, strict=True) if r["mapping"] is None), None)
+            if empty is not None:  # every mapping enumerated, none valid: proven infeasible
+                space = data.spaces[reps.index(empty)]
+                within = f" within its constraints ({', '.join(space.sources)})" if space.sources else ""
+                return ExactOutcome(None, Status.INFEASIBLE, None, "enumeration",
+                                    message=f"no mapping of layer {empty.describe()} is valid{within}",
+                                    solve_time_s=time.perf_counter() - t0)
+            sol = self._expand(data, [r["mapping"] for r in results], [r["shape"] for r in results])
             for g, r in zip(data.groups, results, strict=True):
                 sol.per_layer[data.nests[g[0]].name] = {"time_s": r["time_s"]}
             value = self.evaluate(data, sol).objective
@@ -332,8 +518,16 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             per_layer_opts.time_limit = options.time_limit / max(1, math.ceil(len(reps) / _workers(data)))
         reasons: list[str] = []
         results = _map_layers(data, run_layer_exact,
-                              [(n, data.arch, data.objective, data.options, per_layer_opts, backend) for n in reps],
+                              [(n, data.arch, data.objective, data.options, per_layer_opts, backend, sp)
+                               for n, sp in zip(reps, data.spaces, strict=True)],
                               options.deadline, reasons)
+        infeasible = next((n for n, r in zip(reps, results, strict=True)
+                           if r is not None and r["status"] == Status.INFEASIBLE.value), None)
+        if infeasible is not None:
+            r = results[reps.index(infeasible)]
+            return ExactOutcome(None, Status.INFEASIBLE, None, backend, message=r["message"] or
+                                f"no mapping of layer {infeasible.describe()} meets its constraints",
+                                solve_time_s=time.perf_counter() - t0)
         cut: dict[str, Any] = {}
         cut_msg = ""
         if any(r is None for r in results):  # cut short by the total time limit: complete it, or no solution
@@ -349,7 +543,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             return ExactOutcome(None, Status.NO_SOLUTION, None, backend,
                                 message=f"no mapping found for layer {bad.describe()}",
                                 solve_time_s=time.perf_counter() - t0)
-        sol = self._expand(data, [r["mapping"] for r in results])
+        sol = self._expand(data, [r["mapping"] for r in results], [r.get("shape") for r in results])
         statuses = [r["status"] for r in results]
         status = Status.OPTIMAL if all(s == Status.OPTIMAL.value for s in statuses) else Status.FEASIBLE
         bound = None
@@ -401,7 +595,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
         out: list[dict[str, Any]] = []
         not_solved: dict[str, str] = {}
         completed: dict[str, str] = {}
-        for g, r, why in zip(data.groups, results, reasons or [""] * len(results), strict=True):
+        for g, r, why, space in zip(data.groups, results, reasons or [""] * len(results), data.spaces, strict=True):
             if r is not None:
                 out.append(r)
                 continue
@@ -410,16 +604,17 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             found = None
             for h in order:
                 t0 = time.perf_counter()
-                m, _ = run_layer_heuristic(h, nest, data.arch, data.objective, data.options, 0, None)
-                rep = evaluate_mapping(nest, data.arch, m) if m is not None else None
+                m, _, shape, _ = run_layer_in_space(h, nest, space, data.objective, data.options, 0, None)
+                arch = next((c.arch for c in space.archs if c.shape == shape), space.archs[0].arch)
+                rep = evaluate_mapping(nest, arch, m) if m is not None else None
                 if rep is not None and rep.valid:
-                    found = (h, m, rep, time.perf_counter() - t0)
+                    found = (h, m, rep, time.perf_counter() - t0, shape)
                     break
             if found is None:
                 return None
-            h, m, rep, secs = found
+            h, m, rep, secs, shape = found
             value = rep.objective(data.objective)  # its "model" value is the evaluator's: the check stays exact
-            out.append({"mapping": m, "objective": value, "model_objective": value,
+            out.append({"mapping": m, "shape": shape, "objective": value, "model_objective": value,
                         "bound": None, "status": Status.NO_SOLUTION.value, "time_s": secs, "warm_start_s": 0.0,
                         "solves": 0, "message": f"{why}; completed by the '{h}' heuristic", "model_stats": None,
                         "warm_start": None, "trace": [], "completed_by": h})
@@ -444,20 +639,31 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
 
     # ------------------------------------------------------------------------------------------------ evaluation
     def reports(self, data: MappingData, solution: MappingSolution) -> dict[str, CostReport]:
-        return {n.name: evaluate_mapping(n, data.arch, solution.mappings[n.name])
+        return {n.name: evaluate_mapping(n, data.layer_arch(n.name, solution.shapes.get(n.name)),
+                                         solution.mappings[n.name])
                 for n in data.nests if n.name in solution.mappings}
 
     def evaluate(self, data: MappingData, solution: MappingSolution) -> Evaluation:
+        """The cost model on each layer's architecture (its bypasses; the PE-array shape the solution says it uses),
+        and every constraint checked again from the records (:mod:`.check`), each broken one named."""
         violations: list[str] = []
         reps: list[CostReport] = []
         per_layer = []
-        for n in data.nests:
+        for i, n in enumerate(data.nests):
             m = solution.mappings.get(n.name)
             if m is None:
                 violations.append(f"layer {n.name}: no mapping")
                 continue
-            r = evaluate_mapping(n, data.arch, m)
+            cs = data.layer_constraints(i)
+            shape = solution.shapes.get(n.name)
+            arch = layer_arch(data.arch, data.accelerator, cs, shape) if cs or shape is not None else data.arch
+            r = evaluate_mapping(n, arch, m)
             violations.extend(f"layer {n.name}: {v}" for v in r.violations)
+            violations.extend(constraint_violations(n.name, n, arch, data.arch, data.accelerator, m, shape, cs))
+            if shape is not None and not any(c.kind == "shape" for c in cs) and tuple(shape) != pe_shape(
+                    data.arch, data.accelerator):
+                violations.append(f"layer {n.name}: PE-array shape {shape[0]}x{shape[1]} is not the accelerator's "
+                                  "and no shape constraint allows another")
             reps.append(r)
             per_layer.append({"layer": n.name, "kind": n.kind, "shape": n.shape_text, "energy_pj": r.energy_pj,
                               "latency_cycles": r.latency_cycles, "edp": r.edp, "utilization": r.utilization,
@@ -484,8 +690,12 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             m = solution.mappings.get(n.name)
             if m is None:
                 continue
-            doc = m.to_dict(data.arch)
-            doc["loop_nest"] = loop_nest_text(n, data.arch, m)
+            shape = solution.shapes.get(n.name)
+            arch = data.layer_arch(n.name, shape)
+            doc = m.to_dict(arch)
+            doc["loop_nest"] = loop_nest_text(n, arch, m)
+            if shape is not None:
+                doc["pe_array_shape"] = list(shape)
             if n.name in solution.per_layer:
                 doc["solver"] = solution.per_layer[n.name]
             layers[n.name] = doc
@@ -497,6 +707,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             raise InputError("a mapping solution needs 'layers': {layer name: {factors, orders}}",
                              path=("solution", "layers"), expected="an object keyed by layer name")
         out: dict[str, Mapping] = {}
+        shapes: dict[str, tuple[int, int]] = {}
         for name, ld in layers.items():
             where = ("solution", "layers", name)
             if not isinstance(ld, MappingABC) or not isinstance(ld.get("factors"), MappingABC) or not isinstance(
@@ -512,12 +723,20 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             if nest is None:
                 raise InputError(f"no layer named '{name}' in this instance", path=where,
                                  expected="names of the instance's mapped layers")
-            errs = mapping_errors(nest, data.arch, m)
+            shape = ld.get("pe_array_shape")
+            if shape is not None:
+                if (not isinstance(shape, list) or len(shape) != 2
+                        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in shape)):
+                    raise InputError(f"layer '{name}': 'pe_array_shape' must be [rows, columns]",
+                                     path=(*where, "pe_array_shape"), expected="two positive integers")
+                shapes[name] = (shape[0], shape[1])
+            arch = data.layer_arch(name, shapes.get(name))
+            errs = mapping_errors(nest, arch, m)
             if errs:
                 raise InputError(f"layer '{name}': {errs[0]}", path=where,
-                                 expected=f"factors over the slots {[s.name for s in data.arch.slots()]}")
+                                 expected=f"factors over the slots {[s.name for s in arch.slots()]}")
             out[name] = m
-        return MappingSolution(out)
+        return MappingSolution(out, shapes=shapes)
 
 
 __all__ = ["HEURISTIC_METHODS", "MappingData", "MappingProblem", "MappingSolution", "aggregate"]

@@ -5,16 +5,24 @@ A :class:`LayerSpace` is plain data. The constraint records of the instance (``k
 spatial, bypass, utilization, padding, shape; :mod:`dlaopt.specs.mapping`) become, per layer that they select:
 
 * :class:`FactorBound` — the product of a dimension's factors over some slots lies in ``[lo, hi]`` (one slot for a
-  temporal level or one fanout axis; every axis of a fanout when no axis is named);
+  temporal level or one fanout axis; every axis of a fanout when no axis is named). ``dim`` is always one of the
+  layer's dimensions (a bound on a dimension the layer lacks holds when ``lo`` is 1 and is dropped; otherwise the
+  layer is infeasible, which :meth:`MappingProblem.infeasibility_reason` reports before any method runs); ``lo`` may
+  exceed ``hi`` or the dimension's size (an infeasible, well-formed constraint: also reported there);
 * :class:`SpatialAllow` — at one spatial slot, only ``dims`` may have a factor above 1, and the product of all
   factors there is at most ``max_used``;
 * :class:`OrderChain` — at one level, the loops of factor above 1 among ``chain`` appear in this relative order,
   outermost first (a chain of every dimension fixes the order);
-* ``min_utilization`` — the share of the MAC units the mapping keeps busy (the product of all spatial factors over
-  ``arch.num_macs``, on the real sizes of a padded layer) is at least this;
+* ``min_utilization`` — the share of the MAC units the mapping keeps busy is at least this: ``U = S * real_macs /
+  (macs * mac_units) >= min_utilization`` with ``S`` the product of all spatial factors (of every dimension, on every
+  spatial slot), ``macs`` / ``real_macs`` the nest's padded / real MACs (so a padded layer counts its real work)
+  and ``mac_units`` the field of that name: the MAC units of the instance's accelerator, the same for every arch
+  choice (a PE-array shape with fewer PEs than the array leaves the others idle);
 * bypass and shape change the architecture the layer is mapped on: ``archs`` lists the candidates (one per allowed
   PE-array shape, each with the bypassed operands removed from the levels' stores), and a mapping is made for one
-  of them — the one its ``shape`` names.
+  of them — the one its ``shape`` names. Every choice has the same slots (same levels, same axes, in the same order:
+  a slot index means the same place in each); only the sizes of the PE array's two axes and the levels' stores
+  differ. ``archs[0]`` is the instance's own architecture (with the bypasses) when no shape constraint applies.
 
 Every piece keeps ``source``: the label of the constraint it came from, for violations and conflicts.
 """
@@ -69,6 +77,11 @@ class LayerSpace:
     min_utilization: float | None = None
     utilization_source: str = ""
     sources: tuple[str, ...] = field(default=())  # labels of every constraint that selects this layer
+    mac_units: int = 0  # the instance accelerator's MAC units (utilization's denominator); 0: archs[0].arch.num_macs
+
+    @property
+    def macs_available(self) -> int:
+        return self.mac_units or self.archs[0].arch.num_macs
 
     @property
     def constrained(self) -> bool:
