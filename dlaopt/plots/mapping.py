@@ -65,8 +65,8 @@ MAX_NEST_PANELS = 9
 
 
 def _reports(data: MappingData, sol: MappingSolution) -> dict[str, CostReport]:
-    return {n.name: evaluate_mapping(n, data.arch, sol.mappings[n.name]) for n in data.nests
-            if n.name in sol.mappings}
+    return {n.name: evaluate_mapping(n, data.layer_arch(n.name, sol.shapes.get(n.name)), sol.mappings[n.name])
+            for n in data.nests if n.name in sol.mappings}
 
 
 def _value(report: CostReport, objective: str) -> float:
@@ -94,11 +94,12 @@ def _nest_text(nest: LoopNest, data: MappingData, sol: MappingSolution, report: 
         others = [x for x in layers if x != nest.name]
         also = "also " + ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6 else "")
         head += "\n" + "\n".join(textwrap.wrap(also, 44))
-    body = loop_nest_text(nest, data.arch, sol.mappings[nest.name])
+    arch = data.layer_arch(nest.name, sol.shapes.get(nest.name))  # its bypasses and PE-array shape
+    body = loop_nest_text(nest, arch, sol.mappings[nest.name])
     tail = ""
     if report is not None and report.valid:
         tiles = []
-        for lv in data.arch.levels[::-1][1:]:
+        for lv in arch.levels[::-1][1:]:
             tb = report.tile_bytes.get(lv.name, {})
             if tb:
                 tiles.append(f"  {lv.name}: " + ", ".join(f"{t} {tb[t]:,} B" for t in OPERANDS if t in tb))
