@@ -31,7 +31,9 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "enum": ["gaps", "steps"],
             "default": "gaps",
             "description": "Exact model: 'gaps' (default) decides per use and per gap between uses; 'steps' is "
-            "the thesis' x[n,k,m] per-step model (seed 000 §5.2). Both have the same optimum.",
+            "the thesis' x[n,k,m] per-step model (seed 000 §5.2). Both have the same optimum. Under a dma_cap "
+            "constraint the per-step model is used whatever this says: the per-gap model fixes the step of every "
+            "transfer, and a cap per step makes prefetching and late write-back worth having.",
         },
         "layer_tiles": {
             "type": "object",
@@ -67,3 +69,50 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 }
 
 DEFAULT_OPTIONS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
+
+_TENSOR: dict[str, Any] = {
+    "type": "string", "minLength": 1,
+    "description": "A tensor of the workload, by name. When options.oversize 'tile' splits it into chunks, the "
+    "constraint applies to every chunk (each over its own lifetime)."}
+_MEMORY: dict[str, Any] = {"type": "string", "minLength": 1,
+                           "description": "A scratchpad of the accelerator, by name (dlaopt show lists them)."}
+_STEP: dict[str, Any] = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}],
+                         "description": "An operator: its index in schedule order (0 = the first operator of the "
+                         "workload), or its name."}
+
+CONSTRAINTS: dict[str, Any] = {
+    "pin": {
+        "description": "The tensor is in this scratchpad during the steps of the operators 'steps' = [first, last] "
+        "(inclusive; every tile step of a tiled operator) that fall within its lifetime, or, without 'steps', its "
+        "whole lifetime: from its production (or first use) to its last use, idle steps included. A pin names "
+        "steps the tensor is alive at; it also holds a weight resident there when options.pin_weights is false.",
+        "required": ["tensor", "memory"],
+        "properties": {
+            "tensor": _TENSOR,
+            "memory": _MEMORY,
+            "steps": {"type": "array", "items": _STEP, "minItems": 2, "maxItems": 2,
+                      "description": "[first, last] operators, inclusive, in schedule order."},
+        },
+    },
+    "forbid": {
+        "description": "The tensor is never in this scratchpad.",
+        "required": ["tensor", "memory"],
+        "properties": {"tensor": _TENSOR, "memory": _MEMORY},
+    },
+    "off_chip": {
+        "description": "The tensor is never kept on chip: it lives in main memory. Every operand is in a "
+        "scratchpad while its operator runs (seed 000 §5.2.2), so the tensor is staged into a scratchpad for each "
+        "step that uses it and only then, and every use goes through main memory: each use loads it (unless that "
+        "step produces it) and each write is stored back after its step (unless nothing reads it later and it is "
+        "not a graph output), even between two consecutive uses.",
+        "required": ["tensor"],
+        "properties": {"tensor": _TENSOR},
+    },
+    "dma_cap": {
+        "description": "At most this many bytes move between main memory and the scratchpads in any one step. "
+        "A step's transfers are the loads of the tensors that enter a scratchpad for it and the stores of the "
+        "tensors written back after it (an exit, or a graph output's final store after its last use).",
+        "required": ["bytes"],
+        "properties": {"bytes": {"type": "integer", "minimum": 1}},
+    },
+}

@@ -152,19 +152,23 @@ class Operand:
 
 
 def pack_operands(operands: Sequence[Operand], spms: Sequence[Scratchpad],
-                  capacities: Sequence[float] | None = None) -> list[int] | None:
+                  capacities: Sequence[float] | None = None,
+                  allowed: Sequence[Sequence[int]] | None = None) -> list[int] | None:
     """Place every operand of one step into a scratchpad (each operand whole, capacities respected), or ``None``.
-    ``capacities`` overrides the scratchpads' capacities (e.g. the room left by pinned tensors).
+    ``capacities`` overrides the scratchpads' capacities (e.g. the room left by pinned tensors); ``allowed``
+    restricts each operand to some scratchpads (e.g. the ones user constraints leave it).
 
     Exact depth-first search over operands in decreasing size, with symmetry breaking between identical empty
     scratchpads; operand sets of real steps are small (a handful of tensors, a few dozen chunks at most)."""
     order = sorted(range(len(operands)), key=lambda i: -operands[i].size)
     free = [s.capacity for s in spms] if capacities is None else [max(0.0, float(c)) for c in capacities]
     place = [-1] * len(operands)
-    allowed = [
-        [k for k, s in enumerate(spms) if s.allows(o.role, read=o.read, written=o.written) and o.size <= free[k]]
-        for o in operands
+    options = [
+        [k for k, s in enumerate(spms) if s.allows(o.role, read=o.read, written=o.written) and o.size <= free[k]
+         and (allowed is None or k in allowed[i])]
+        for i, o in enumerate(operands)
     ]
+    column = [tuple(k in a for a in allowed) if allowed is not None else () for k in range(len(spms))]
     budget = [200_000]  # node limit: beyond it fall back to "does not fit" (conservative)
 
     def dfs(j: int) -> bool:
@@ -174,9 +178,9 @@ def pack_operands(operands: Sequence[Operand], spms: Sequence[Scratchpad],
         if budget[0] < 0:
             return False
         i = order[j]
-        tried: set[tuple[int, SpmAccess, frozenset[TensorRole], int]] = set()
-        for k in sorted(allowed[i], key=lambda k: free[k]):
-            sig = (free[k], spms[k].access, spms[k].holds)
+        tried: set[tuple[float, SpmAccess, frozenset[TensorRole], tuple[bool, ...]]] = set()
+        for k in sorted(options[i], key=lambda k: free[k]):
+            sig = (free[k], spms[k].access, spms[k].holds, column[k])  # interchangeable scratchpads
             if free[k] < operands[i].size or sig in tried:
                 continue
             tried.add(sig)

@@ -8,7 +8,14 @@ Cost semantics (the MILP must agree with these, the tests check it does):
 * a buffer is *dirty* from each write until it is stored; an exit from a scratchpad while dirty and still live costs
   one store (after which it is clean); a graph output still dirty after its last use costs its final store;
 * the thesis objective (seed 000 §5.2.1) instead charges ``size`` for every change of ``x[n,k,m]`` between
-  consecutive steps, with an empty step before the first and after the last, i.e. ``2·size`` per residency run.
+  consecutive steps, with an empty step before the first and after the last, i.e. ``2·size`` per residency run;
+* a *streamed* buffer (a tensor the user keeps off chip) has a residency of its own at every step: it exits after
+  each step it is resident at (a store if dirty) and enters again for the next (a load);
+* a load counts at the step the buffer enters for, a store at the last step it was resident before its exit, a
+  graph output's final store at its last step (the per-step DMA a ``dma_cap`` bounds).
+
+The user's constraints (:func:`check_user_constraints`) are checked from their records alone, each violation
+starting with the constraint's label.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlaopt.formulations.pinning.data import PinningGraph
+from dlaopt.formulations.pinning.rules import PinningRules
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import DMA
 from dlaopt.workload.tensor import TensorRole
@@ -28,6 +36,7 @@ class Transfers:
     loads: np.ndarray  # per buffer: number of loads
     stores: np.ndarray  # per buffer: number of stores
     runs: np.ndarray  # per buffer: number of residency runs (thesis objective counts 2 transitions per run)
+    step_bytes: np.ndarray | None = None  # per step: bytes loaded for it and stored after it
 
     def bytes(self, sizes: np.ndarray) -> float:
         return float(((self.loads + self.stores) * sizes).sum())
@@ -36,35 +45,97 @@ class Transfers:
         return int(self.loads.sum() + self.stores.sum())
 
 
-def count_transfers(graph: PinningGraph, sol: PinningSolution) -> Transfers:
+def count_transfers(graph: PinningGraph, sol: PinningSolution, streamed: frozenset[int] = frozenset()
+                    ) -> Transfers:
+    """Loads, stores and runs per buffer, and the bytes moved at each step; buffers in ``streamed`` (kept off chip)
+    start a new residency at every step."""
     n = len(graph.buffers)
     loads = np.zeros(n, dtype=np.int64)
     stores = np.zeros(n, dtype=np.int64)
     runs = np.zeros(n, dtype=np.int64)
+    per_step = np.zeros(len(graph.steps))
     for b, buf in enumerate(graph.buffers):
         lo, hi = graph.window[b]
         row = sol.placement[b]
         writes = set(graph.write_steps[b])
         first_write = graph.producer[b]
+        fresh = b in streamed
         prev = -1
         dirty = False
         for i in range(hi - lo + 1):
             m = lo + i
             k = int(row[i])
-            if k != prev:
-                if prev >= 0 and dirty:  # exit from prev while live and dirty: store
+            if k != prev or (fresh and prev >= 0):
+                if prev >= 0 and dirty:  # exit from prev while live and dirty: store (after step m - 1)
                     stores[b] += 1
+                    per_step[m - 1] += buf.size_bytes
                     dirty = False
                 if k >= 0:
                     runs[b] += 1
                     if m != first_write:
                         loads[b] += 1
+                        per_step[m] += buf.size_bytes
             if m in writes:
                 dirty = True
             prev = k
         if dirty and buf.role == TensorRole.OUTPUT:
             stores[b] += 1
-    return Transfers(loads, stores, runs)
+            per_step[hi] += buf.size_bytes
+    return Transfers(loads, stores, runs, per_step)
+
+
+def check_user_constraints(graph: PinningGraph, sol: PinningSolution, rules: PinningRules,
+                           transfers: Transfers | None = None, limit: int = 5) -> list[str]:
+    """Every broken user constraint, by its label (at most ``limit`` messages per constraint, then a count)."""
+    names = [s.name for s in graph.scratchpads]
+    out: list[str] = []
+
+    def where(b: int) -> str:
+        buf = graph.buffers[b]
+        return f"tensor '{buf.tensor}'" + (f" (chunk '{buf.name}')" if buf.name != buf.tensor else "")
+
+    def step(m: int) -> str:
+        return f"step {m} ('{graph.steps[m].name}')"
+
+    def report(label: str, found: list[str]) -> None:
+        out.extend(f"{label}: {f}" for f in found[:limit])
+        if len(found) > limit:
+            out.append(f"{label}: ... and {len(found) - limit} more")
+
+    for p in rules.pins:
+        found = []
+        for b in p.buffers:
+            lo, hi = graph.window[b]
+            first, last = (lo, hi) if p.steps is None else (max(lo, p.steps[0]), min(hi, p.steps[1]))
+            for m in range(first, last + 1):
+                k = sol.at(graph, b, m)
+                if k != p.memory:
+                    now = "not on chip" if k < 0 else f"in '{names[k]}'"
+                    found.append(f"{where(b)} is {now} at {step(m)}, pinned to '{names[p.memory]}'")
+        report(p.label, found)
+    for f in rules.forbids:
+        found = []
+        for b in f.buffers:
+            lo, hi = graph.window[b]
+            found += [f"{where(b)} is in '{names[f.memory]}' at {step(m)}" for m in range(lo, hi + 1)
+                      if sol.at(graph, b, m) == f.memory]
+        report(f.label, found)
+    for o in rules.off_chip:
+        found = []
+        for b in o.buffers:
+            lo, hi = graph.window[b]
+            uses = set(graph.uses[b])
+            found += [f"{where(b)} is kept in '{names[sol.at(graph, b, m)]}' at {step(m)}, which does not use it"
+                      for m in range(lo, hi + 1) if m not in uses and sol.at(graph, b, m) >= 0]
+        report(o.label, found)
+    if rules.dma_caps:
+        t = transfers if transfers is not None and transfers.step_bytes is not None else count_transfers(
+            graph, sol, rules.streamed)
+        assert t.step_bytes is not None
+        for c in rules.dma_caps:
+            report(c.label, [f"{step(int(m))} moves {int(t.step_bytes[m])} bytes, above the cap of {c.bytes}"
+                             for m in np.flatnonzero(t.step_bytes > c.bytes)])
+    return out
 
 
 def check_constraints(graph: PinningGraph, sol: PinningSolution, limit: int = 50) -> list[str]:

@@ -10,6 +10,12 @@
 * ``coloring`` — TOpLib-style interference-graph colouring (§3.2.1, §3.3.1): tensors whose lifetimes do not
   overlap share a static partition ("pseudo-register") of a scratchpad; the space outside the partitions streams
   the other operands.
+
+User constraints (:mod:`.rules`) are respected by construction: pinned cells are placed first and never evicted,
+each operand goes only where the rules leave it room (forbidden scratchpads excluded, an off-chip tensor never kept
+idle), and a buffer a user pins or keeps off chip is not one a heuristic pins on its own. A DMA cap is checked on the
+result: a heuristic whose placement moves more in some step raises :class:`HeuristicFailure` (a status), as does
+one that finds no room for a step.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import numpy as np
 
 from dlaopt.formulations.base import HeuristicFailure
 from dlaopt.formulations.pinning.data import Operand, PinningGraph, Scratchpad, pack_operands
-from dlaopt.formulations.pinning.milp import allowed_mask
+from dlaopt.formulations.pinning.rules import PinningRules, RuleView, dma_overflow
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import SpmAccess
 from dlaopt.workload.tensor import TensorRole
@@ -33,12 +39,34 @@ def _operands(graph: PinningGraph, m: int, buffers: Sequence[int]) -> list[Opera
             for b in buffers]
 
 
-def _place_step(graph: PinningGraph, m: int, buffers: Sequence[int], free: Sequence[float],
+def _place_step(view: RuleView, m: int, buffers: Sequence[int], free: Sequence[float],
                 spms: Sequence[Scratchpad] | None = None) -> list[int] | None:
-    """Scratchpad per buffer for step ``m`` within ``free`` bytes per scratchpad, or ``None``."""
+    """Scratchpad per buffer for step ``m`` within ``free`` bytes per scratchpad (each where the rules allow it),
+    or ``None``."""
     if not buffers:
         return []
-    return pack_operands(_operands(graph, m, buffers), spms or graph.scratchpads, capacities=free)
+    return pack_operands(_operands(view.graph, m, buffers), spms or view.graph.scratchpads, capacities=free,
+                         allowed=[view.allowed_at(b, m) for b in buffers])
+
+
+def _view(graph: PinningGraph, rules: PinningRules | None, pin_weights: bool) -> RuleView:
+    view = RuleView(graph, rules or PinningRules(), pin_weights)
+    if view.clash:
+        raise HeuristicFailure("two pins put one tensor in two scratchpads at once")
+    for b, cells in enumerate(view.pinned):
+        for m, k in cells.items():
+            if not view.ok(b, k, m):
+                raise HeuristicFailure(f"buffer '{graph.buffers[b].name}' is pinned to a scratchpad it may not use "
+                                       f"at step {m}")
+    return view
+
+
+def _checked(name: str, view: RuleView, sol: PinningSolution) -> PinningSolution:
+    """``sol``, unless it breaks the DMA cap (then :class:`HeuristicFailure`)."""
+    why = dma_overflow(view.graph, sol.placement, view.rules)
+    if why:
+        raise HeuristicFailure(f"{name}: {why}")
+    return sol
 
 
 def _benefit(graph: PinningGraph, b: int) -> float:
@@ -71,36 +99,52 @@ def naive_layout(spms: Sequence[Scratchpad]) -> list[Scratchpad]:
     ]
 
 
-def naive(graph: PinningGraph) -> PinningSolution:
+def naive(graph: PinningGraph, *, rules: PinningRules | None = None, pin_weights: bool = True) -> PinningSolution:
     """Every operand resident during its own step only (every input loaded, every output stored), placed in the
     designated layout of :func:`naive_layout`; a step whose operands do not fit that layout (e.g. an in-place
     update, read and written at once, or a designated scratchpad too small) is placed under the declared accesses.
-    Every placement honours the declared access, role and capacity of each scratchpad."""
+    Every placement honours the declared access, role and capacity of each scratchpad; pinned cells stay where
+    they are pinned."""
+    view = _view(graph, rules, pin_weights)
     spms = list(graph.scratchpads)
     steered = naive_layout(spms)
     sol = PinningSolution.empty(graph)
-    free = [s.capacity for s in spms]
+    cap = np.array([s.capacity for s in spms], dtype=float)
     for m, st in enumerate(graph.steps):
-        ops = list(st.operands)
-        place = _place_step(graph, m, ops, free, steered) or _place_step(graph, m, ops, free)
+        fixed = view.pinned_by_step[m]
+        free = cap.copy()
+        for b, k in fixed.items():
+            free[k] -= graph.buffers[b].size_bytes
+            sol.set(graph, b, m, k)
+        ops = [b for b in st.operands if b not in fixed]
+        place = None
+        if (free >= 0).all():
+            place = _place_step(view, m, ops, free, steered)
+            if place is None:
+                place = _place_step(view, m, ops, free)
         if place is None:
             raise HeuristicFailure(f"naive: the operands of step '{st.name}' do not fit the scratchpads together "
-                                   "(honouring each scratchpad's access mode, roles and capacity)")
+                                   "(honouring each scratchpad's access mode, roles and capacity, and the pins)")
         for b, k in zip(ops, place, strict=True):
             sol.set(graph, b, m, k)
-    return sol
+    return _checked("naive", view, sol)
 
 
 # ------------------------------------------------------------------------------------------------------ onsram
-def _pinned_plan(graph: PinningGraph, pinned: dict[int, int], occupancy: np.ndarray) -> PinningSolution:
-    """Pinned buffers resident over their whole window; every other operand only during its own step."""
+def _pinned_plan(view: RuleView, pinned: dict[int, int], occupancy: np.ndarray) -> PinningSolution:
+    """Pinned buffers resident over their whole window, the user's pinned cells where they are pinned; every other
+    operand only during its own step."""
+    graph = view.graph
     sol = PinningSolution.empty(graph)
     for b, k in pinned.items():
         sol.placement[b][:] = k
     cap = np.array([s.capacity for s in graph.scratchpads], dtype=float)
     for m, st in enumerate(graph.steps):
-        rest = [b for b in st.operands if b not in pinned]
-        place = _place_step(graph, m, rest, cap - occupancy[:, m])
+        fixed = view.pinned_by_step[m]
+        for b, k in fixed.items():
+            sol.set(graph, b, m, k)
+        rest = [b for b in st.operands if b not in pinned and b not in fixed]
+        place = _place_step(view, m, rest, cap - occupancy[:, m])
         if place is None:
             raise HeuristicFailure(f"the unpinned operands of step '{st.name}' do not fit")
         for b, k in zip(rest, place, strict=True):
@@ -108,8 +152,9 @@ def _pinned_plan(graph: PinningGraph, pinned: dict[int, int], occupancy: np.ndar
     return sol
 
 
-def _fits_pinned(graph: PinningGraph, b: int, k: int, pinned: dict[int, int], occupancy: np.ndarray,
+def _fits_pinned(view: RuleView, b: int, k: int, pinned: dict[int, int], occupancy: np.ndarray,
                  mask: np.ndarray) -> bool:
+    graph = view.graph
     lo, hi = graph.window[b]
     size = graph.buffers[b].size_bytes
     if not mask[k].all():
@@ -118,46 +163,56 @@ def _fits_pinned(graph: PinningGraph, b: int, k: int, pinned: dict[int, int], oc
     if (occupancy[k, lo:hi + 1] + size > cap[k]).any():
         return False
     for m in range(lo, hi + 1):
-        rest = [o for o in graph.steps[m].operands if o not in pinned and o != b]
+        fixed = view.pinned_by_step[m]
+        rest = [o for o in graph.steps[m].operands if o not in pinned and o != b and o not in fixed]
         free = cap - occupancy[:, m]
         free[k] -= size
-        if _place_step(graph, m, rest, free) is None:
+        if _place_step(view, m, rest, free) is None:
             return False
     return True
 
 
-def onsram(graph: PinningGraph, *, pin_weights: bool = False) -> PinningSolution:
-    n_steps = len(graph.steps)
-    occupancy = np.zeros((len(graph.scratchpads), n_steps))
+def onsram(graph: PinningGraph, *, pin_weights: bool = False, rules: PinningRules | None = None) -> PinningSolution:
+    view = _view(graph, rules, pin_weights)
+    occupancy = view.pinned_occupancy()  # the user's pins first
+    if (occupancy > np.array([s.capacity for s in graph.scratchpads], dtype=float)[:, None]).any():
+        raise HeuristicFailure("onsram: the pinned tensors overflow a scratchpad")
+    user = {b for b, cells in enumerate(view.pinned) if cells} | view.streamed
     candidates = [b for b, buf in enumerate(graph.buffers)
-                  if (pin_weights or buf.role != TensorRole.WEIGHT) and _benefit(graph, b) > 0]
+                  if (pin_weights or buf.role != TensorRole.WEIGHT) and _benefit(graph, b) > 0 and b not in user]
     candidates.sort(key=lambda b: (-_benefit(graph, b), graph.window[b][1] - graph.window[b][0], b))
     pinned: dict[int, int] = {}
     for b in candidates:
-        mask = allowed_mask(graph, b)
+        mask = view.mask(b)
         lo, hi = graph.window[b]
         order = sorted(range(len(graph.scratchpads)), key=lambda k: occupancy[k, lo:hi + 1].max())
         for k in order:
-            if _fits_pinned(graph, b, k, pinned, occupancy, mask):
+            if _fits_pinned(view, b, k, pinned, occupancy, mask):
                 pinned[b] = k
                 occupancy[k, lo:hi + 1] += graph.buffers[b].size_bytes
                 break
-    return _pinned_plan(graph, pinned, occupancy)
+    try:
+        sol = _pinned_plan(view, pinned, occupancy)
+    except HeuristicFailure as exc:
+        raise HeuristicFailure(f"onsram: {exc}") from None
+    return _checked("onsram", view, sol)
 
 
 # ------------------------------------------------------------------------------------------------------ greedy
 def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSolution | None = None,
-           best_fit: bool = False) -> PinningSolution:
+           best_fit: bool = False, rules: PinningRules | None = None) -> PinningSolution:
     """With ``keep`` (e.g. a relaxation's solution over the same buffers and steps), an idle buffer stays resident
     only at the steps where ``keep`` has it resident ("relax-and-pack"); otherwise every buffer stays until evicted.
     ``best_fit``: place an operand in the tightest scratchpad that holds it without evicting, else where the fewest
-    idle bytes must go (the thesis' greedy takes the scratchpad with the most room)."""
+    idle bytes must go (the thesis' greedy takes the scratchpad with the most room). Pinned cells are placed first
+    and never evicted."""
+    view = _view(graph, rules, pin_weights)
     spms = graph.scratchpads
     cap = [s.capacity for s in spms]
     sol = PinningSolution.empty(graph)
     resident: dict[int, int] = {}
-    masks = {b: allowed_mask(graph, b, pin_weights=pin_weights) for b in range(len(graph.buffers))}
     next_use_ptr = {b: 0 for b in range(len(graph.buffers))}
+    size = [buf.size_bytes for buf in graph.buffers]
 
     def next_use(b: int, m: int) -> int:
         uses = graph.uses[b]
@@ -167,87 +222,106 @@ def greedy(graph: PinningGraph, *, pin_weights: bool = True, keep: PinningSoluti
         next_use_ptr[b] = i
         return uses[i] if i < len(uses) else 1 << 40
 
-    def ok(b: int, k: int, m: int) -> bool:
-        lo, hi = graph.window[b]
-        return lo <= m <= hi and bool(masks[b][k, m - lo])
+    def make_room(k: int, need: int, free: list[float], protected: set[int], m: int) -> bool:
+        """Evict idle, unprotected buffers from ``k`` (farthest next use first) until ``need`` bytes are free."""
+        victims = sorted((v for v, kk in resident.items() if kk == k and v not in protected),
+                         key=lambda v: -next_use(v, m))
+        while free[k] < need and victims:
+            v = victims.pop(0)
+            free[k] += size[v]
+            del resident[v]
+        return free[k] >= need
 
     for m, st in enumerate(graph.steps):
         ops = list(st.operands)
+        must = view.pinned_by_step[m]
+        protected = set(ops) | set(must)
         # drop dead buffers and idle ones that may not stay where they are
         for b in list(resident):
             idle = b not in ops
-            if graph.window[b][1] < m or (idle and not ok(b, resident[b], m)) or (
-                    idle and keep is not None and keep.at(graph, b, m) < 0):
+            if graph.window[b][1] < m or (idle and not view.ok(b, resident[b], m)) or (
+                    idle and b not in must and keep is not None and keep.at(graph, b, m) < 0):
                 del resident[b]
-        free = [cap[k] - sum(graph.buffers[b].size_bytes for b, kk in resident.items() if kk == k)
-                for k in range(len(spms))]
-        # operands already resident in a scratchpad that may not serve them now must move
-        for b in ops:
-            if b in resident and not ok(b, resident[b], m):
-                free[resident[b]] += graph.buffers[b].size_bytes
+        free = [cap[k] - sum(size[b] for b, kk in resident.items() if kk == k) for k in range(len(spms))]
+        # operands and pinned buffers resident where they may not be now must move
+        for b in list(resident):
+            if (b in protected and not view.ok(b, resident[b], m)) or (b in must and resident[b] != must[b]):
+                free[resident[b]] += size[b]
                 del resident[b]
         failed = False
-        for b in sorted((b for b in ops if b not in resident), key=lambda b: -graph.buffers[b].size_bytes):
-            size = graph.buffers[b].size_bytes
-            allowed_k = [k for k in range(len(spms)) if ok(b, k, m)]
-            if best_fit:
-                choices = sorted(allowed_k, key=lambda k: (free[k] < size, free[k] if free[k] >= size else -free[k]))
-            else:
-                choices = sorted(allowed_k, key=lambda k: -free[k])
-            placed = False
-            for k in choices:
-                victims = sorted((v for v, kk in resident.items() if kk == k and v not in ops),
-                                 key=lambda v: -next_use(v, m))
-                while free[k] < size and victims:
-                    v = victims.pop(0)
-                    free[k] += graph.buffers[v].size_bytes
-                    del resident[v]
-                if free[k] >= size:
-                    resident[b] = k
-                    free[k] -= size
-                    placed = True
-                    break
-            if not placed:
+        for b, k in must.items():  # the user's pins first
+            if b in resident:
+                continue
+            if not make_room(k, size[b], free, protected, m):
                 failed = True
                 break
+            resident[b] = k
+            free[k] -= size[b]
+        for b in sorted((b for b in ops if b not in resident), key=lambda b: -size[b]):
+            if failed:
+                break
+            allowed_k = view.allowed_at(b, m)
+            if best_fit:
+                choices = sorted(allowed_k, key=lambda k: (free[k] < size[b], free[k] if free[k] >= size[b]
+                                                           else -free[k]))
+            else:
+                choices = sorted(allowed_k, key=lambda k: -free[k])
+            for k in choices:
+                if make_room(k, size[b], free, protected, m):
+                    resident[b] = k
+                    free[k] -= size[b]
+                    break
+            else:
+                failed = True
         if failed:  # fragmentation: evict every idle buffer and repack this step's operands from scratch
-            for v in [v for v in resident if v not in ops]:
-                del resident[v]
-            place = _place_step(graph, m, ops, cap)
+            resident.clear()
+            room = list(map(float, cap))
+            for b, k in must.items():
+                room[k] -= size[b]
+            rest = [b for b in ops if b not in must]
+            place = _place_step(view, m, rest, room) if min(room) >= 0 else None
             if place is None:
                 raise HeuristicFailure(f"greedy: the operands of step '{st.name}' do not fit the scratchpads")
-            for b in ops:
-                resident.pop(b, None)
-            resident.update(zip(ops, place, strict=True))
+            resident.update(must)
+            resident.update(zip(rest, place, strict=True))
         for b, k in resident.items():
             sol.set(graph, b, m, k)
-    return sol
+    return _checked("greedy", view, sol)
 
 
 # ------------------------------------------------------------------------------------------------------ coloring
-def coloring(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolution:
+def coloring(graph: PinningGraph, *, pin_weights: bool = True, rules: PinningRules | None = None) -> PinningSolution:
+    view = _view(graph, rules, pin_weights)
     spms = graph.scratchpads
     cap = np.array([s.capacity for s in spms], dtype=float)
     n_steps = len(graph.steps)
+    fixed_occ = view.pinned_occupancy()  # the user's pinned cells, step by step
+    user = {b for b, cells in enumerate(view.pinned) if cells} | view.streamed
     candidates = [b for b, buf in enumerate(graph.buffers)
-                  if (pin_weights or buf.role != TensorRole.WEIGHT) and _benefit(graph, b) > 0]
+                  if (pin_weights or buf.role != TensorRole.WEIGHT) and _benefit(graph, b) > 0 and b not in user]
     candidates.sort(key=lambda b: -_benefit(graph, b))
     partitions: list[tuple[int, int, np.ndarray]] = []  # (scratchpad, size, steps some member is live)
     reserved = np.zeros(len(spms))
     pinned: dict[int, int] = {}
+
+    def streamed_ops(m: int, pinned_now: dict[int, int]) -> list[int]:
+        return [o for o in graph.steps[m].operands if o not in pinned_now and o not in view.pinned_by_step[m]]
+
     # slack[m, k]: room left in scratchpad k by the current streaming placement of step m's unpinned operands
     slack = np.zeros((n_steps, len(spms)))
     for m, st in enumerate(graph.steps):
-        place = _place_step(graph, m, list(st.operands), cap)
+        rest = streamed_ops(m, pinned)
+        free = cap - fixed_occ[:, m]
+        place = _place_step(view, m, rest, free) if (free >= 0).all() else None
         if place is None:
             raise HeuristicFailure(f"coloring: the operands of step '{st.name}' do not fit the scratchpads")
-        slack[m] = cap
-        for o, k in zip(st.operands, place, strict=True):
+        slack[m] = free
+        for o, k in zip(rest, place, strict=True):
             slack[m, k] -= graph.buffers[o].size_bytes
 
     def restream(m: int, free: np.ndarray, pinned_now: dict[int, int]) -> np.ndarray | None:
-        rest = [o for o in graph.steps[m].operands if o not in pinned_now]
-        place = _place_step(graph, m, rest, free)
+        rest = streamed_ops(m, pinned_now)
+        place = _place_step(view, m, rest, free)
         if place is None:
             return None
         out = free.copy()
@@ -258,7 +332,7 @@ def coloring(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolutio
     for b in candidates:
         lo, hi = graph.window[b]
         size = graph.buffers[b].size_bytes
-        mask = allowed_mask(graph, b, pin_weights=pin_weights)
+        mask = view.mask(b)
         # reuse a partition (a colour) whose members' lifetimes do not interfere with b's
         for k, psize, busy in partitions:
             if psize >= size and mask[k].all() and not busy[lo:hi + 1].any():
@@ -269,7 +343,7 @@ def coloring(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolutio
             continue
         # otherwise open a new partition where the remaining streaming space still serves every step
         for k in sorted(range(len(spms)), key=lambda k: reserved[k]):
-            if not mask[k].all() or reserved[k] + size > cap[k]:
+            if not mask[k].all() or reserved[k] + size + fixed_occ[k].max(initial=0.0) > cap[k]:
                 continue
             trial_pinned = {**pinned, b: k}
             free = cap - reserved
@@ -279,7 +353,7 @@ def coloring(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolutio
             ok = True
             redo = set(np.flatnonzero(new_slack[:, k] < 0).tolist()) | set(graph.uses[b])
             for m in sorted(redo):
-                row = restream(m, free, trial_pinned)
+                row = restream(m, free - fixed_occ[:, m], trial_pinned)
                 if row is None:
                     ok = False
                     break
@@ -297,18 +371,21 @@ def coloring(graph: PinningGraph, *, pin_weights: bool = True) -> PinningSolutio
         sol.placement[b][:] = k
     free = cap - reserved
     for m, st in enumerate(graph.steps):
-        rest = [o for o in st.operands if o not in pinned]
-        place = _place_step(graph, m, rest, free)
+        for o, k in view.pinned_by_step[m].items():
+            sol.set(graph, o, m, k)
+        rest = streamed_ops(m, pinned)
+        place = _place_step(view, m, rest, free - fixed_occ[:, m])
         if place is None:
             raise HeuristicFailure(f"coloring: the streamed operands of step '{st.name}' do not fit")
         for o, k in zip(rest, place, strict=True):
             sol.set(graph, o, m, k)
-    return sol
+    return _checked("coloring", view, sol)
 
 
 HEURISTICS = {
-    "naive": lambda g, pin_weights: naive(g),
-    "onsram": lambda g, pin_weights: onsram(g),
-    "greedy": lambda g, pin_weights: greedy(g, pin_weights=pin_weights),
-    "coloring": lambda g, pin_weights: coloring(g, pin_weights=pin_weights),
+    "naive": lambda g, pin_weights, rules=None: naive(g, rules=rules, pin_weights=pin_weights),
+    "onsram": lambda g, pin_weights, rules=None: onsram(g, rules=rules),
+    "greedy": lambda g, pin_weights, rules=None: greedy(g, pin_weights=pin_weights, rules=rules),
+    "coloring": lambda g, pin_weights, rules=None: coloring(g, pin_weights=pin_weights, rules=rules),
 }
+"""Name → ``(graph, pin_weights, rules=None) -> PinningSolution`` (raises :class:`HeuristicFailure`)."""

@@ -28,6 +28,15 @@ must pack into :math:`K` bins, so for every dual-feasible function :math:`u` (Fe
 :math:`u^{(k)}(x) = x` if :math:`(k+1)x \in \mathbb{Z}`, else :math:`\lfloor (k+1)x \rfloor / k`)
 :math:`\sum_{\text{resident}} u(s_b / Q) \le K`. Added for :math:`k = 1, 2, 3` on every step where they can bind,
 aggregated over the scratchpads (valid in the full model, and the part of packing the merged relaxation forgets).
+
+User constraints (:mod:`.rules`) keep the model exact. A ``pin`` over steps :math:`[f, l]` makes :math:`f` and
+:math:`l` decision points of the buffer as if they were uses (residency required there, in the pinned scratchpad
+only); the argument above holds between any two steps where residency is required, and the gaps inside
+:math:`[f, l]` are kept (:math:`\sum_k g = 1`). A ``forbid`` removes the scratchpad's columns. An ``off_chip``
+(streamed) buffer keeps no gap: a reload after every use, the store of every dirty segment — the transfers of one
+residency per use, as the evaluator prices it; each of its pinned steps is a decision point of its own. A
+``dma_cap`` is not modelled here (the canonical gap pattern fixes the step of every transfer; under a cap
+prefetching and late write-back matter): the problem uses the per-step model.
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ import numpy as np
 
 from dlaopt.formulations.base import MilpFormulation
 from dlaopt.formulations.pinning.data import PinningGraph, Scratchpad
-from dlaopt.formulations.pinning.milp import add_capacity_rows, allowed_mask, transfer_costs
+from dlaopt.formulations.pinning.milp import add_capacity_rows, transfer_costs
+from dlaopt.formulations.pinning.rules import PinningRules, RuleView
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import DMA, SpmAccess
 from dlaopt.solvers.linear import LinearModelBuilder
@@ -68,9 +78,14 @@ def identical_bins(graph: PinningGraph) -> tuple[int, int] | None:
 
 
 def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
-                   bins: tuple[int, int] | None = None) -> MilpFormulation[PinningSolution]:
+                   bins: tuple[int, int] | None = None,
+                   rules: PinningRules | None = None) -> MilpFormulation[PinningSolution]:
     """``bins=(K, Q)``: add the packing cuts for K bins of capacity Q (default: the graph's scratchpads when they
-    all have one capacity; for the merged relaxation pass the original scratchpads' (K, Q))."""
+    all have one capacity; for the merged relaxation pass the original scratchpads' (K, Q)). ``rules``: the user
+    constraints (for the merged relaxation, :meth:`PinningRules.merged`); a DMA cap is refused (ValueError)."""
+    view = RuleView(graph, rules or PinningRules(), pin_weights)
+    if view.rules.dma_cap is not None:
+        raise ValueError("the per-gap model does not time transfers: a dma_cap needs the per-step model")
     bins = bins if bins is not None else identical_bins(graph)
     n_spm = len(graph.scratchpads)
     sizes = np.array([b.size_bytes for b in graph.buffers], dtype=float)
@@ -78,8 +93,17 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
     mb = LinearModelBuilder(f"pinning-gaps-{objective}")
     const = 0.0
 
-    uses = [np.asarray(u, dtype=np.int64) for u in graph.uses]
-    masks = [allowed_mask(graph, b, pin_weights=pin_weights) for b in range(len(graph.buffers))]
+    # decision points: the uses, and the ends of every pinned range (residency is required at all of them)
+    uses = []
+    for b, u in enumerate(graph.uses):
+        pinned = view.pinned[b]
+        ends = {m for m in pinned if m - 1 not in pinned or pinned[m - 1] != pinned[m]}
+        ends |= {m for m in pinned if m + 1 not in pinned or pinned[m + 1] != pinned[m]}
+        if b in view.streamed:  # keeps no gap: every pinned step is a point of its own
+            ends = set(pinned)
+        uses.append(np.array(sorted(set(u) | ends), dtype=np.int64))
+    masks = [view.mask(b) for b in range(len(graph.buffers))]
+    streamed = view.streamed
 
     # ---- x: (buffer, spm, use) ----------------------------------------------------------------------------
     xb, xk, xj, xm = [], [], [], []
@@ -105,7 +129,7 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
     # ---- g: (buffer, spm, gap) where the buffer may stay through the whole gap -------------------------------
     gb, gk, gj = [], [], []
     for b, u in enumerate(uses):
-        if u.size < 2:
+        if u.size < 2 or b in streamed:  # a streamed buffer keeps no gap
             continue
         lo = graph.window[b][0]
         m = masks[b]
@@ -121,6 +145,16 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
         gj.append(j_idx)
     gb_a, gk_a, gj_a = (np.concatenate(a) if a else np.zeros(0, np.int64) for a in (gb, gk, gj))
     g = mb.add_vars("keep", gb_a.size, lower=0.0, upper=1.0, integer=True, cost=-unit[gb_a])
+    # a gap inside a pinned range (both ends pinned to one scratchpad, and every step between them) is kept there
+    forced = []
+    for b, u in enumerate(uses):
+        if b in streamed:  # a residency per use anyway: its pins only ask for residency at each step
+            continue
+        pinned = view.pinned[b]
+        for j in range(u.size - 1):
+            k = pinned.get(int(u[j]))
+            if k is not None and k >= 0 and all(pinned.get(m) == k for m in range(int(u[j]) + 1, int(u[j + 1]) + 1)):
+                forced.append((b, j))
     # every gap not kept costs one reload (thesis: one more run)
     n_gaps = np.array([max(0, u.size - 1) for u in uses])
     const += float((n_gaps * unit).sum())
@@ -144,6 +178,11 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
     gap_id[1:] = np.cumsum(n_gaps)
     gap_row = gap_id[gb_a] + gj_a
     mb.add_rows("keep_one", int(gap_id[-1]), gap_row, g, 1.0, upper=1.0)
+    if forced:
+        forced_row = np.full(int(gap_id[-1]), -1, dtype=np.int64)
+        forced_row[[gap_id[b] + j for b, j in forced]] = np.arange(len(forced))
+        sel = forced_row[gap_row] >= 0
+        mb.add_rows("keep_pinned", len(forced), forced_row[gap_row[sel]], g[sel], 1.0, lower=1.0)
 
     # ---- stores (not for the thesis objective) -------------------------------------------------------------
     enc_store: tuple[np.ndarray, np.ndarray] | None = None

@@ -11,10 +11,16 @@ import numpy as np
 from dlaopt.errors import InfeasibleInstanceError, InputError
 from dlaopt.formulations.base import Evaluation, Method, MilpFormulation, Problem
 from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
-from dlaopt.formulations.pinning.evaluator import check_constraints, count_transfers, objective_value
+from dlaopt.formulations.pinning.evaluator import (
+    check_constraints,
+    check_user_constraints,
+    count_transfers,
+    objective_value,
+)
 from dlaopt.formulations.pinning.heuristics import HEURISTICS
 from dlaopt.formulations.pinning.milp import build_pinning_milp
 from dlaopt.formulations.pinning.milp_gaps import build_gap_milp, identical_bins, merged_graph
+from dlaopt.formulations.pinning.rules import PinningRules, RuleView, cheap_conflict, parse_rules
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware.model import DMA, Accelerator
@@ -37,6 +43,7 @@ class PinningData:
     source: str | None = None
     tiling_violations: list[str] = field(default_factory=list)  # the independent coverage check of the tiles
     infeasible: str | None = None  # why no solution can exist, when known
+    rules: PinningRules = field(default_factory=PinningRules)  # the user's constraints, typed
     _baseline: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -152,9 +159,14 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                                      expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
                 infeasible = msg
         tiling_violations = verify_tiling(instance.graph, graph) if graph.tiled_ops else []
+        try:
+            rules = parse_rules(instance.constraints, instance.graph, graph, [m.name for m in acc.memories])
+        except InputError as exc:
+            raise exc.located(file=instance.source) from None
         return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
                            pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
-                           source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations)
+                           source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations,
+                           rules=rules)
 
     @staticmethod
     def _compute_cycles(instance: Instance, options: Mapping[str, Any]) -> dict[str, float]:
@@ -206,27 +218,33 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         bad = unplaceable_steps(g)
         if bad:
             return f"the operands of step '{g.steps[bad[0]].name}' do not fit the scratchpads together"
+        if data.rules:
+            return cheap_conflict(RuleView(g, data.rules, data.pin_weights))
         return None
 
     def describe(self, data: PinningData) -> dict[str, Any]:
         base = data.baseline() if data.infeasible is None else {}
-        return {**data.graph.summary(), "objective": data.objective, "compute_cycles": data.compute_cycles, **base}
+        model = "steps" if data.formulation == "steps" or data.rules.dma_cap is not None else "gaps"
+        return {**data.graph.summary(), "objective": data.objective, "compute_cycles": data.compute_cycles,
+                "exact_model": model, **base}
 
     # ------------------------------------------------------------------------------------------------ methods
     def run_heuristic(self, method: str, data: PinningData, options: SolveOptions) -> PinningSolution:
-        return HEURISTICS[method](data.graph, data.pin_weights)
+        return HEURISTICS[method](data.graph, data.pin_weights, data.rules)
 
     def build_milp(self, data: PinningData) -> MilpFormulation[PinningSolution]:
-        if data.formulation == "steps":
-            return build_pinning_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
-        return build_gap_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights)
+        """The per-gap model by default; the per-step one when asked, or under a DMA cap (which times transfers)."""
+        if data.formulation == "steps" or data.rules.dma_cap is not None:
+            return build_pinning_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights,
+                                      rules=data.rules)
+        return build_gap_milp(data.graph, data.objective, data.dma, pin_weights=data.pin_weights, rules=data.rules)
 
     def relaxations(self, data: PinningData) -> list[tuple[str, MilpFormulation[PinningSolution]]]:
         if len(data.graph.scratchpads) < 2:
             return []
         merged = merged_graph(data.graph)
         return [("merged-scratchpads", build_gap_milp(merged, data.objective, data.dma, pin_weights=data.pin_weights,
-                                                      bins=identical_bins(data.graph)))]
+                                                      bins=identical_bins(data.graph), rules=data.rules.merged()))]
 
     def repair(self, data: PinningData, relaxation: str, relaxed: PinningSolution) -> PinningSolution | None:
         """Relax-and-pack: keep what the merged-scratchpad optimum keeps, pack it greedily into the scratchpads
@@ -237,7 +255,8 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         best: tuple[float, PinningSolution] | None = None
         for best_fit in (False, True):
             try:
-                sol = greedy(data.graph, pin_weights=data.pin_weights, keep=relaxed, best_fit=best_fit)
+                sol = greedy(data.graph, pin_weights=data.pin_weights, keep=relaxed, best_fit=best_fit,
+                             rules=data.rules)
             except HeuristicFailure:
                 continue
             ev = self.evaluate(data, sol)
@@ -251,7 +270,8 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         if any("residency covers" in v or "unknown scratchpad" in v or "the solution places" in v
                for v in violations):  # malformed residency: nothing to price
             return Evaluation(False, None, violations)
-        t = count_transfers(data.graph, solution)
+        t = count_transfers(data.graph, solution, data.rules.streamed)
+        violations += check_user_constraints(data.graph, solution, data.rules, t)
         obj = objective_value(data.graph, t, data.objective, data.dma)
         metrics = pinning_metrics(data, t.loads, t.stores)
         metrics["thesis_transitions_bytes"] = objective_value(data.graph, t, "thesis", data.dma)
