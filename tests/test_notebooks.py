@@ -20,6 +20,7 @@ FINAL_LINES = {
     "mapping.ipynb": "mapping: OK",
     "multiaccel.ipynb": "multiaccel: OK",
     "bankmap.ipynb": "bankmap: OK",
+    "constraints.ipynb": "constraints: OK",
     "systolic.ipynb": "systolic: OK",
 }
 
