@@ -74,6 +74,18 @@ LAYER_SELECTOR: dict[str, Any] = {
 }
 
 
+def fixed_or_bounded(description: str) -> dict[str, Any]:
+    """The schema of a positive integer that a constraint fixes (``4``) or bounds (``{min: 2, max: 16}``)."""
+    return {
+        "anyOf": [
+            {"type": "integer", "minimum": 1},
+            {"type": "object", "additionalProperties": False, "minProperties": 1,
+             "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}}},
+        ],
+        "description": description,
+    }
+
+
 def constraints_schema(kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The JSON Schema of a problem's ``constraints`` list: each item an object whose ``kind`` is one of ``kinds``
     and whose other keys follow that kind's schema (``{"properties", "required", "description"}``)."""
@@ -114,4 +126,4 @@ def selected(constraint: Constraint, name: str, op_kind: str) -> bool:
 
 
 __all__ = ["LAYER_SELECTOR", "NAME_SCHEMA", "Constraint", "KeyPath", "by_kind", "constraints_schema",
-           "parse_constraints", "selected"]
+           "fixed_or_bounded", "parse_constraints", "selected"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlaopt.specs.constraints import LAYER_SELECTOR
+from dlaopt.specs.constraints import LAYER_SELECTOR, fixed_or_bounded
 
 SCHEDULE_NAMES: tuple[str, ...] = ("XYZiZo", "XZiYZo", "XYZoZi", "XZoYZi", "ZiXYZo")
 
@@ -67,14 +67,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
 
 DEFAULT_OPTIONS: dict[str, Any] = {k: v["default"] for k, v in OPTIONS_SCHEMA["properties"].items()}
 
-_BOUND: dict[str, Any] = {
-    "anyOf": [
-        {"type": "integer", "minimum": 1},
-        {"type": "object", "additionalProperties": False, "minProperties": 1,
-         "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}}},
-    ],
-    "description": "A fixed value, or {min, max} bounds on it (inclusive).",
-}
+_BOUND: dict[str, Any] = fixed_or_bounded("A fixed value, or {min, max} bounds on it (inclusive).")
 
 CONSTRAINTS: dict[str, Any] = {
     "schedules": {
