@@ -36,6 +36,7 @@ EXPERIMENTS: dict[str, str] = {
     "magma-benchmark": "dlaopt.experiments.commands:magma_benchmark",
     "compile-benchmark": "dlaopt.experiments.commands:compile_benchmark",
     "bankmap-benchmark": "dlaopt.experiments.commands:bankmap_benchmark",
+    "flexion": "dlaopt.experiments.commands:flexion",
 }
 
 

@@ -263,3 +263,37 @@ def compile_benchmark(out_dir: str, time_limit: float, threads: int | None, as_j
         return
     click.echo(text)
     click.echo(f"report: {out_dir}/report.md")
+
+
+@click.command("flexion")
+@click.option("--out", "out_dir", default="results/flexion", show_default=True, help="Output folder.")
+@click.option("--studies", default="tile,order,parallel,shape", show_default=True,
+              help="Comma-separated subset of: tile, order, parallel, shape, classes (all sixteen classes).")
+@click.option("--objectives", default="latency,energy,edp", show_default=True,
+              help="Comma-separated subset of: latency, energy, edp.")
+@click.option("--layers", help="Comma-separated MnasNet layers for every study: thesis numbers (1-based conv layers) "
+              "or layer names (default: each study's three layers of the chapter).")
+@click.option("--network", is_flag=True, help="Also solve every MnasNet layer, for the whole-network rows.")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per exact solve, seconds.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Solves run in parallel processes.")
+@click.option("--quick", is_flag=True, help="One small convolution on a 4x4 array instead of MnasNet (seconds).")
+@click.option("--resume", is_flag=True, help="Keep the solves already in OUT/results.jsonl.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def flexion(out_dir: str, studies: str, objectives: str, layers: str | None, network: bool, time_limit: float,
+            workers: int, quick: bool, resume: bool, as_json: bool) -> None:
+    """Seed 001's Chapter 3 (Flexion): the isolation studies of the Tile, Order, Parallelism and Shape axes on MnasNet
+    and Table 3.1's accelerator — per flexibility class the proven optimum of runtime, energy and EDP per layer (and
+    network), normalised to InFlex beside the thesis' figures, the exact map-space sizes and Table 3.2's area."""
+    from dlaopt.experiments.flexion import run_flexion
+
+    report = run_flexion(out_dir, studies=_csv(studies) or [], objectives=_csv(objectives) or [],
+                         layers=_csv(layers), network=network, time_limit=time_limit, workers=workers, quick=quick,
+                         resume=resume, progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump({"rows": report.rows, "spaces": report.spaces, "summary": report.summary}, sys.stdout, indent=1,
+                  default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report.table)
+    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")

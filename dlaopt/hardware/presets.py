@@ -20,6 +20,11 @@ Sources of the numbers:
 * ``tpu`` — TPU v1-like: 256x256 weight-stationary systolic array at 700 MHz, 24 MiB unified buffer for
   activations, 4 MiB of accumulators for outputs, a 256 KiB weight FIFO, 30 GB/s DDR3; each PE holds one weight
   (``pe_weight``), inputs flow across rows and partial sums down columns (modelled as multicast and reduction).
+* ``flexion`` — Flexion's baseline accelerator (seed 001, Table 3.1): 1024 PEs as a 16x64 array and a 100 KB
+  on-chip buffer. The table gives no energies, bandwidths or PE storage: the Eyeriss normalised energies are used,
+  each PE has a 64 B register file, main memory delivers 64 B and the buffer 512 B per cycle (assumptions).
+  ``partition="1:1:1"`` hard-partitions the buffer among inputs, weights and outputs (PartFlex-1000 of §3.4.2;
+  each part gets its share of the capacity and of the bandwidth); the default ``"soft"`` is one shared buffer.
 """
 
 from __future__ import annotations
@@ -237,6 +242,58 @@ def tpu(
         description="TPU v1-like weight-stationary systolic accelerator (energies on the Eyeriss normalised scale)",
         params={"array": array, "unified_buffer_mib": unified_buffer_mib, "accumulator_mib": accumulator_mib,
                 "weight_fifo_kib": weight_fifo_kib, "dram_gb_per_s": dram_gb_per_s, "clock_mhz": clock_mhz},
+    )
+
+
+@PRESETS.register("flexion", "Flexion baseline (seed 001 Table 3.1): 16x64 PEs, 100 KB buffer, soft or 1:1:1")
+def flexion(
+    *,
+    rows: int = 16,
+    cols: int = 64,
+    buffer_kb: float = 100.0,
+    partition: str = "soft",
+    rf_bytes: int = 64,
+    dram_bytes_per_cycle: float = 64.0,
+    buffer_bytes_per_cycle: float = 512.0,
+    clock_mhz: float = 1000.0,
+) -> Accelerator:
+    """``partition`` is ``"soft"`` (one buffer any operand may fill) or ``"I:W:O"`` ratios such as ``"1:1:1"`` (three
+    buffers, inputs, weights and outputs, with those shares of the capacity and the bandwidth)."""
+    if min(rows, cols, rf_bytes) <= 0 or buffer_kb <= 0 or dram_bytes_per_cycle <= 0 or buffer_bytes_per_cycle <= 0:
+        raise ValueError("sizes and bandwidths must be positive")
+    total = int(buffer_kb * KiB)
+    energy = {"read_energy_pj_per_byte": 3.0, "write_energy_pj_per_byte": 3.0}
+    if partition == "soft":
+        buffers = [Memory("buffer", MemoryKind.SCRATCHPAD, total, bandwidth_bytes_per_cycle=buffer_bytes_per_cycle,
+                          **energy)]
+    else:
+        try:
+            shares = [float(v) for v in partition.split(":")]
+        except ValueError:
+            shares = []
+        if len(shares) != 3 or min(shares) <= 0:
+            raise ValueError(f"partition must be 'soft' or three positive I:W:O ratios such as '1:1:1', not "
+                             f"{partition!r}")
+        buffers = [Memory(f"buffer_{t.lower()}", MemoryKind.SCRATCHPAD, max(1, int(total * r / sum(shares))),
+                          operands=frozenset({t}), bandwidth_bytes_per_cycle=buffer_bytes_per_cycle * r / sum(shares),
+                          **energy) for t, r in zip("IWO", shares, strict=True)]
+    return Accelerator(
+        name="flexion",
+        pe_array=PEArray((("rows", rows), ("cols", cols))),
+        memories=(
+            _dram(dram_bytes_per_cycle, energy=100.0),
+            *buffers,
+            Memory("rf", MemoryKind.REGISTER, rf_bytes, instances=rows * cols, bandwidth_bytes_per_cycle=6.0,
+                   write_bandwidth_bytes_per_cycle=4.0, read_energy_pj_per_byte=0.5, write_energy_pj_per_byte=0.5,
+                   network_energy_pj_per_byte=1.0),
+        ),
+        dma=DMA(dram_bytes_per_cycle, 0.0),
+        clock_hz=clock_mhz * 1e6,
+        mac_energy_pj=1.0,
+        description="Flexion's baseline accelerator (seed 001, Table 3.1; energies on the Eyeriss normalised scale)",
+        params={"rows": rows, "cols": cols, "buffer_kb": buffer_kb, "partition": partition, "rf_bytes": rf_bytes,
+                "dram_bytes_per_cycle": dram_bytes_per_cycle, "buffer_bytes_per_cycle": buffer_bytes_per_cycle,
+                "clock_mhz": clock_mhz},
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlaopt.specs.constraints import LAYER_SELECTOR
+from dlaopt.specs.constraints import LAYER_SELECTOR, fixed_or_bounded
 
 OBJECTIVES: tuple[str, ...] = ("energy", "latency", "edp")
 """Per layer, from the cost model (:mod:`dlaopt.formulations.mapping.cost`): ``energy`` in pJ, ``latency`` in cycles,
@@ -69,14 +69,7 @@ _TARGET: dict[str, Any] = {
     "type": "string", "minLength": 1,
     "description": "A storage level, by its name or the name of one of its memories (dlaopt show lists them), "
     "innermost to outermost as Timeloop's 'target'."}
-_BOUND: dict[str, Any] = {
-    "anyOf": [
-        {"type": "integer", "minimum": 1},
-        {"type": "object", "additionalProperties": False, "minProperties": 1,
-         "properties": {"min": {"type": "integer", "minimum": 1}, "max": {"type": "integer", "minimum": 1}}},
-    ],
-    "description": "A fixed factor, or {min, max} bounds on it.",
-}
+_BOUND: dict[str, Any] = fixed_or_bounded("A fixed factor, or {min, max} bounds on it.")
 
 CONSTRAINTS: dict[str, Any] = {
     "factors": {
@@ -141,3 +134,68 @@ CONSTRAINTS: dict[str, Any] = {
 }
 for _kind in CONSTRAINTS.values():  # every mapping constraint selects layers by name or operator kind
     _kind["properties"] = {**LAYER_SELECTOR, **_kind["properties"]}
+
+# ------------------------------------------------------------------------------------------------ flexibility
+FLEXION_DIMS: tuple[str, ...] = ("K", "C", "Y", "X", "R", "S")
+"""Flexion's loop dimensions (seed 001, Chapter 3): output channels K, input channels C, rows Y, columns X, filter
+rows R and columns S. They name the dimensions of every mappable layer: dlaopt's K, C, P, Q, R, S of a conv2d (Y, X
+are output rows and columns here; the thesis' MAESTRO layers give input rows), K, G, P, Q, R, S of a depthwise conv
+(its channels are Flexion's C, as the thesis writes depthwise layers with K = 1), N, K, M, B of a matmul (output
+features, reduction, rows, batch; no R, S)."""
+
+_FLEX_DIM: dict[str, Any] = {"enum": list(FLEXION_DIMS)}
+_FLEX_ORDER: dict[str, Any] = {"type": "array", "items": _FLEX_DIM, "minItems": 2, "uniqueItems": True,
+                               "description": "A loop order, outermost first (a subset fixes their relative order)."}
+_FLEX_PAIR: dict[str, Any] = {"type": "array", "items": _FLEX_DIM, "minItems": 2, "maxItems": 2, "uniqueItems": True,
+                              "description": "[dimension unrolled along the array's rows, along its columns]."}
+_FLEX_SHAPE: dict[str, Any] = {"type": "array", "minItems": 2, "maxItems": 2,
+                               "items": {"type": "integer", "minimum": 1},
+                               "description": "[rows, columns] of PEs."}
+_FLEX_TILE: dict[str, Any] = {"type": "object", "minProperties": 1, "propertyNames": _FLEX_DIM,
+                              "additionalProperties": _BOUND}
+
+FLEXIBILITY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["class"],
+    "description": "A flexibility class of seed 001's Chapter 3 (Flexion): four bits T O P S (Tile, Order, "
+    "Parallelism, Shape). A bit 0 fixes its axis to the baseline (InFlex); a bit 1 with a listed subset allows that "
+    "subset (PartFlex); a bit 1 with nothing listed leaves the axis free (FullFlex). It expands to mapping "
+    "constraints (named flexibility.tile, flexibility.order, ...); dimensions use Flexion's letters K C Y X R S.",
+    "properties": {
+        "class": {"type": "string", "pattern": "^[01]{4}$",
+                  "description": "The bits T O P S, e.g. '0110': order and parallelism flexible."},
+        "baseline": {
+            "type": "object", "additionalProperties": False,
+            "description": "The InFlex configuration (default: Table 3.1's, with the array's own shape).",
+            "properties": {
+                "tile": {**_FLEX_TILE, "additionalProperties": {"type": "integer", "minimum": 1},
+                         "description": "The on-chip buffer's tile per dimension, iterated by each PE; a dimension "
+                         "the parallelism in force unrolls takes its tile from the array instead (default Table "
+                         "3.1's K:64 C:16 Y:3 X:3 R:3 S:3). A tile that does not divide a layer's dimension pads it "
+                         "to a multiple; one larger is cut to the layer."},
+                "order": {**_FLEX_ORDER, "description": "The loop order at every level, outermost first (default "
+                          "Y X K C R S, the output-stationary order of §3.4.3)."},
+                "parallel": {**_FLEX_PAIR, "description": "[rows, columns] dimensions (default [C, K]: Table 3.1's "
+                             "K-C parallelism, K along the 64 columns)."},
+                "shape": {**_FLEX_SHAPE, "description": "The PE array's shape (default: the accelerator's)."},
+            },
+        },
+        "tile": {**_FLEX_TILE, "description": "PartFlex tile: fixed or {min, max} buffer tile sizes per dimension "
+                 "(bit T = 1; absent: any tile that fits). The hard-partitioned buffer of §3.4.2's PartFlex-1000 "
+                 "is hardware: the flexion preset's partition parameter."},
+        "order": {"type": "array", "minItems": 1, "items": _FLEX_ORDER,
+                  "description": "PartFlex order: the loop orders allowed (bit O = 1), each at every level."},
+        "parallel": {"type": "array", "minItems": 1, "uniqueItems": True, "items": _FLEX_PAIR,
+                     "description": "PartFlex parallelism: the [rows, columns] dimension pairs allowed (bit P = 1)."},
+        "shapes": {
+            "description": "PartFlex shape (bit S = 1): the array shapes allowed, or {block: [rows, columns]}: every "
+            "shape composed of such blocks (one per number of block rows, as many block columns as the PEs allow).",
+            "anyOf": [
+                {"type": "array", "minItems": 1, "uniqueItems": True, "items": _FLEX_SHAPE},
+                {"type": "object", "additionalProperties": False, "required": ["block"],
+                 "properties": {"block": _FLEX_SHAPE}},
+            ],
+        },
+    },
+}
