@@ -23,7 +23,6 @@ from cli_helpers import assert_bad_input
 from click.testing import CliRunner
 
 from dlaopt.cli import cli
-from dlaopt.errors import InputError
 from dlaopt.experiments.flexion import (
     AREA_AXIS,
     AREA_FULLFLEX_1111,
@@ -192,10 +191,35 @@ def test_choices_split_a_partflex_class() -> None:
     assert len(alts) == 6
     assert {(tuple(a["order"][0]), tuple(a["parallel"][0])) for a in alts} == {
         (o, p) for o in STATIONARY_ORDERS for p in (("C", "K"), ("Y", "X"))}
-    with pytest.raises(InputError) as info:
-        expand(instance(doc, conv(4, 4, 3)))
-    assert info.value.path == ("flexibility", "order")
     assert all(expand(instance(a, conv(4, 4, 3))) for a in alts)
+    # the class itself: one one_of per axis, whose options are the single-choice classes' records
+    inst = instance(doc, conv(4, 4, 3))
+    ors = {c.path: c for c in expand(inst) if c.kind == "one_of"}
+    assert set(ors) == {("flexibility", "order"), ("flexibility", "parallel")}
+    for axis in ("order", "parallel"):
+        kind = "permutation" if axis == "order" else "spatial"
+        want = []
+        for a in alts[: len(doc[axis])] if axis == "parallel" else alts[:: len(doc["parallel"])]:
+            single = expand(instance(a, conv(4, 4, 3)))
+            want.append([{"kind": c.kind, **c.params} for c in single if c.path == ("flexibility", axis)])
+            if axis == "parallel":  # the InFlex tile the parallelism implies (the buffer's factors) goes with it
+                want[-1] += [{"kind": c.kind, **c.params} for c in single
+                             if c.path == ("flexibility", "tile") and c.params.get("target") == "buffer"]
+        assert all(r["kind"] == kind for o in want for r in o[:1])
+        assert ors[("flexibility", axis)].params["options"] == want
+
+
+def test_a_partflex_class_is_solved_in_one_instance() -> None:
+    """Several orders and parallelisms in one instance: the exact optimum, proven, is the best of the single-choice
+    classes' optima (each solved on its own)."""
+    doc = {"class": "0110", "order": [list(o) for o in STATIONARY_ORDERS[:2]], "parallel": [["C", "K"], ["Y", "X"]]}
+    wl = conv(4, 2, 2, r=1)
+    opts = SolveOptions(threads=1)
+    whole = solve(instance(doc, wl), "exact", options=opts)
+    assert whole.status.value == "optimal" and whole.verified, whole.message
+    each = [solve(instance(a, wl), "exact", options=opts) for a in choices(doc)]
+    assert all(r.status.value == "optimal" and r.verified for r in each)
+    assert whole.objective == pytest.approx(min(r.objective for r in each), rel=1e-6)
 
 
 def test_fullflex_shape_is_the_best_of_every_shape() -> None:
@@ -340,7 +364,7 @@ def test_shape_counts_match_enumeration(spec: Any, channels: int) -> None:
     ({"class": "0000", "order": [["K", "C", "Y", "X", "R", "S"]]}, "flexibility.order"),
     ({"class": "0001", "shapes": [[8, 4]]}, "flexibility.shapes[0]"),
     ({"class": "0001", "shapes": {"block": [5, 5]}}, "flexibility.shapes.block"),
-    ({"class": "0100", "order": [["K", "C"], ["C", "K"]]}, "flexibility.order"),
+    ({"class": "0100", "order": [["K", "C"], ["K", "C"]]}, "flexibility.order[1]"),
     ({"class": "0010", "parallel": [["K", "P"]]}, "flexibility.parallel"),
     ({"class": "0000", "baseline": {"shape": [8, 8]}}, "flexibility.baseline.shape"),
     ({"class": "1000", "tile": {"K": {"min": 4, "max": 2}}}, "flexibility.tile.K"),

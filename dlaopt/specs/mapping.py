@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlaopt.specs.constraints import LAYER_SELECTOR, fixed_or_bounded
+from dlaopt.specs.constraints import LAYER_SELECTOR, constraints_schema, fixed_or_bounded
 
 OBJECTIVES: tuple[str, ...] = ("energy", "latency", "edp")
 """Per layer, from the cost model (:mod:`dlaopt.formulations.mapping.cost`): ``energy`` in pJ, ``latency`` in cycles,
@@ -134,6 +134,30 @@ CONSTRAINTS: dict[str, Any] = {
 }
 for _kind in CONSTRAINTS.values():  # every mapping constraint selects layers by name or operator kind
     _kind["properties"] = {**LAYER_SELECTOR, **_kind["properties"]}
+
+ONE_OF_KINDS: tuple[str, ...] = ("factors", "permutation", "spatial", "utilization")
+"""The kinds an option of a ``one_of`` may hold (constraints on the loops of a layer, not on its sizes or its
+architecture)."""
+
+
+def _option_item() -> dict[str, Any]:
+    """The schema of one record of a ``one_of`` option: a constraint of :data:`ONE_OF_KINDS`, checked by the same
+    per-kind rules as the ``constraints`` list (:func:`constraints_schema`), without a ``name`` of its own."""
+    item = constraints_schema({k: CONSTRAINTS[k] for k in ONE_OF_KINDS})["items"]
+    for rule in item["allOf"]:
+        rule["then"]["properties"].pop("name", None)
+    return item
+
+
+CONSTRAINTS["one_of"] = {
+    "description": "A disjunction: each selected layer meets every record of at least one option (e.g. one of "
+    "several loop orders, or of several parallelisms: Flexion's PartFlex order and parallelism, seed 001 Ch. 3). "
+    "An option is a list of factors / permutation / spatial / utilization records (without names; their own "
+    "layers / op_kinds narrow them further).",
+    "required": ["options"],
+    "properties": {**LAYER_SELECTOR, "options": {"type": "array", "minItems": 1, "items": {
+        "type": "array", "minItems": 1, "items": _option_item()}}},
+}
 
 # ------------------------------------------------------------------------------------------------ flexibility
 FLEXION_DIMS: tuple[str, ...] = ("K", "C", "Y", "X", "R", "S")

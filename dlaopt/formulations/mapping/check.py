@@ -20,7 +20,7 @@ from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.hardware.model import Accelerator
-from dlaopt.specs.constraints import Constraint
+from dlaopt.specs.constraints import Constraint, selected
 
 
 def _level(arch: MappingArch, name: str) -> int | None:
@@ -92,9 +92,11 @@ def _factor(m: Mapping, dim: str, slots: Sequence[int]) -> int:
 
 def constraint_violations(name: str, nest: LoopNest, arch: MappingArch, base: MappingArch,
                           acc: Accelerator | None, m: Mapping, shape: tuple[int, int] | None,
-                          constraints: Sequence[Constraint]) -> list[str]:
+                          constraints: Sequence[Constraint], op_kind: str = "") -> list[str]:
     """What ``m`` (layer ``name``, mapped on ``arch`` — see :func:`layer_arch` — with PE-array ``shape``) breaks
-    among ``constraints`` (those selecting the layer), each violation led by the constraint's label."""
+    among ``constraints`` (those selecting the layer), each violation led by the constraint's label. A ``one_of``
+    holds when every record of one of its options does (those whose own selector picks the layer: ``op_kind``
+    is the layer's operator kind)."""
     out: list[str] = []
     slots = arch.slots()
     for c in constraints:
@@ -160,6 +162,18 @@ def constraint_violations(name: str, nest: LoopNest, arch: MappingArch, base: Ma
                 if got != n:
                     out.append(f"{head} dimension {d} is mapped with size {got}, not {n} (real size "
                                f"{nest.real_sizes[d]})")
+        elif c.kind == "one_of":
+            broken = []
+            for i, option in enumerate(c.params.get("options") or []):
+                recs = [Constraint(str(r["kind"]), {k: v for k, v in r.items() if k not in ("kind", "name")},
+                                   c.at("options", i, j)) for j, r in enumerate(option)]
+                recs = [r for r in recs if selected(r, name, op_kind)]
+                found = constraint_violations(name, nest, arch, base, acc, m, shape, recs, op_kind)
+                if not found:
+                    break
+                broken.append(f"option {i}: {found[0]}")
+            else:
+                out.append(f"{head} no option holds ({'; '.join(broken)})")
         elif c.kind == "shape":
             allowed = [tuple(s) for s in c.params["shapes"]]
             if shape is None:

@@ -25,10 +25,16 @@ Meaning of each kind, per layer it selects (``layers`` / ``op_kinds``; neither: 
   pads it to these multiples instead of ``options.padding``; several padding constraints on one layer must agree.
 * ``shape`` — the PE array's two axes take one of the listed (rows, columns) sizes, each with at most the array's
   PEs; several shape constraints on one layer allow the shapes they all list.
+* ``one_of`` — a disjunction: ``options`` lists lists of factors / permutation / spatial / utilization records
+  (each may narrow the layers further with its own selector); the layer meets every record of at least one option.
+  The layer's space then has :attr:`LayerSpace.alternatives`: one per combination of the options of its ``one_of``
+  records (at most :data:`MAX_ALTERNATIVES`), each with the layer's other constraints; a combination with a certain
+  conflict is left out, and a layer with none left is a conflict naming the records involved.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,7 +54,9 @@ from dlaopt.specs.constraints import Constraint, KeyPath, selected
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator
 
-KINDS = ("factors", "permutation", "spatial", "bypass", "utilization", "padding", "shape")
+KINDS = ("factors", "permutation", "spatial", "bypass", "utilization", "padding", "shape", "one_of")
+ONE_OF_KINDS = ("factors", "permutation", "spatial", "utilization")  # what an option of a one_of may hold
+MAX_ALTERNATIVES = 64  # combinations of one_of options per layer
 MAPPABLE_KINDS = ("conv2d", "depthwise_conv2d", "matmul")
 
 
@@ -151,6 +159,28 @@ def _bound(value: Any) -> tuple[int, int | None]:
     return int(value), int(value)
 
 
+def option_records(c: Constraint) -> list[list[Constraint]]:
+    """The records of each option of a ``one_of`` ``c``, located at ``c``'s ``options[i][j]`` (located errors for a
+    kind an option may not hold, or an empty option)."""
+    out: list[list[Constraint]] = []
+    options = c.params.get("options") or []
+    if not options:
+        raise c.error("a one_of needs at least one option", "options", expected="a non-empty list of options")
+    for i, option in enumerate(options):
+        if not option:
+            raise c.error(f"option {i} is empty", "options", i, expected="a non-empty list of records")
+        recs = []
+        for j, item in enumerate(option):
+            kind = str(item.get("kind"))
+            if kind not in ONE_OF_KINDS:
+                raise c.error(f"a one_of option cannot hold a {kind!r} record", "options", i, j, "kind",
+                              expected="one of: " + ", ".join(ONE_OF_KINDS))
+            params = {k: v for k, v in item.items() if k not in ("kind", "name")}
+            recs.append(Constraint(kind, params, c.at("options", i, j), None, dict(item)))
+        out.append(recs)
+    return out
+
+
 def _validate(c: Constraint, arch: MappingArch, wl: Workload, acc: Accelerator | None) -> None:
     """The meaning checks of one record that do not depend on the layer (located errors)."""
     ops = {op.name: op for op in wl.operators}
@@ -181,6 +211,10 @@ def _validate(c: Constraint, arch: MappingArch, wl: Workload, acc: Accelerator |
                               expected="one of: " + ", ".join(arch.slots()[k].axis for k in fan))
     elif c.kind == "permutation":
         find_level(arch, c)
+    elif c.kind == "one_of":
+        for option in option_records(c):
+            for r in option:
+                _validate(r, arch, wl, acc)
     elif c.kind == "spatial":
         fan = _spatial_fanout(c, arch, acc)
         names = [arch.slots()[k].axis for k in fan]
@@ -234,13 +268,66 @@ def resolve(constraints: Sequence[Constraint], wl: Workload, ops: Sequence[Opera
     conflicts: list[Conflict] = []
     for op in ops:
         sel = [c for c in cons if selected(c, op.name, op.kind.value)]
-        nest, space, found = _resolve_layer(sel, wl, op, arch, acc, padding)
+        plain = [c for c in sel if c.kind != "one_of"]
+        nest, space, found = _resolve_layer(plain, wl, op, arch, acc, padding)
+        paths = {c.label: c.path for c in sel}
+        sized = tuple(c.label for c in sel if c.kind == "padding")
+        found += certain_conflicts(nest, space, paths, sized)
+        ors = [c for c in sel if c.kind == "one_of"]
+        if ors:
+            space, more = _alternatives(ors, plain, sel, wl, op, arch, acc, padding, space, paths, sized)
+            found += more if not found else []
         nests.append(nest)
         spaces.append(space)
-        found += certain_conflicts(nest, space, {c.label: c.path for c in sel},
-                                   tuple(c.label for c in sel if c.kind == "padding"))
         conflicts.extend(found)
     return Resolution(nests, spaces, conflicts)
+
+
+def _alternatives(ors: list[Constraint], plain: list[Constraint], sel: list[Constraint], wl: Workload, op: Operator,
+                  arch: MappingArch, acc: Accelerator | None, padding: Mapping[str, int], space: LayerSpace,
+                  paths: Mapping[str, KeyPath], sized: tuple[str, ...]) -> tuple[LayerSpace, list[Conflict]]:
+    """``space`` (the layer's plain constraints) with its alternatives: one per combination of the options of the
+    ``one_of`` records ``ors`` (pieces labelled by the ``one_of``), those with a certain conflict left out; the
+    conflict of a layer with none left."""
+    per: list[list[list[Constraint]]] = []
+    total = 1
+    for c in ors:
+        opts = [[r for r in option if selected(r, op.name, op.kind.value)] for option in option_records(c)]
+        per.append(opts)
+        total *= len(opts)
+        if total > MAX_ALTERNATIVES:
+            raise c.error(f"layer {op.name}: its one_of records combine into more than {MAX_ALTERNATIVES} "
+                          "alternatives", "options", expected=f"at most {MAX_ALTERNATIVES} combinations of options")
+    parent = {r.label: c.label for c, opts in zip(ors, per, strict=True) for option in opts for r in option}
+
+    def lab(x: str) -> str:
+        return parent.get(x, x)
+
+    alts: list[LayerSpace] = []
+    failed: list[Conflict] = []
+    for combo in itertools.product(*per):
+        extra = [r for option in combo for r in option]
+        nest, alt, found = _resolve_layer([*plain, *extra], wl, op, arch, acc, padding)
+        alt = replace(alt, factor_bounds=tuple(replace(b, source=lab(b.source)) for b in alt.factor_bounds),
+                      spatial=tuple(replace(a, source=lab(a.source)) for a in alt.spatial),
+                      orders=tuple(replace(o, source=lab(o.source)) for o in alt.orders),
+                      utilization_source=lab(alt.utilization_source), sources=tuple(c.label for c in sel))
+        relabelled = [tuple(dict.fromkeys(lab(x) for x in f.labels)) for f in found]
+        found = [Conflict(f.layer, f.reason, ls, tuple(paths[x] for x in ls if x in paths))
+                 for f, ls in zip(found, relabelled, strict=True)]
+        found += certain_conflicts(nest, alt, paths, sized)
+        if found:
+            failed.append(found[0])
+        else:
+            alts.append(alt)
+    conflicts: list[Conflict] = []
+    if not alts:
+        labels = [lb for lb in paths if any(lb in f.labels for f in failed) or lb in [c.label for c in ors]]
+        conflicts.append(Conflict(op.name, f"no option of {', '.join(c.label for c in ors)} can hold: "
+                                  + "; ".join(dict.fromkeys(f.reason for f in failed)),
+                                  tuple(labels), tuple(paths[lb] for lb in labels)))
+        alts = [space]
+    return replace(space, alternatives=tuple(alts), sources=tuple(c.label for c in sel)), conflicts
 
 
 def _resolve_layer(sel: list[Constraint], wl: Workload, op: Operator, arch: MappingArch, acc: Accelerator | None,

@@ -174,12 +174,13 @@ def constrained_space_size(nest: LoopNest, space: LayerSpace, *, stop_at: int | 
 def exhaustive_in_space(nest: LoopNest, space: LayerSpace, objective: str, *, limit: int = 2_000_000
                         ) -> tuple[Mapping, tuple[int, int] | None] | None:
     """The optimum over ``space`` by enumeration, with the PE-array shape of its architecture choice (ties broken by
-    choice, then enumeration order); ``None`` if no mapping in the space fits."""
-    if constrained_space_size(nest, space, stop_at=limit) > limit:
+    choice, then enumeration order); ``None`` if no mapping in the space fits. A space with alternatives
+    (``one_of``) enumerates each: the optimum over their union."""
+    if sum(constrained_space_size(nest, alt, stop_at=limit) for alt in space.choices) > limit:
         raise SpaceTooLarge(f"layer {nest.name}: more than {limit} mappings to enumerate")
     best: tuple[float, Mapping, tuple[int, int] | None] | None = None
-    for choice in space.archs:
-        for m in constrained_mappings(nest, choice.arch, space):
+    for alt, choice in [(a, c) for a in space.choices for c in a.archs]:
+        for m in constrained_mappings(nest, choice.arch, alt):
             r = evaluate_mapping(nest, choice.arch, m)
             if r.valid:
                 v = r.objective(objective)

@@ -29,10 +29,12 @@ flexible axis, what the accelerator supports (:data:`dlaopt.specs.mapping.FLEXIB
   column factor at most c) fits it, and one on 1 x N with row part rho fits the shape rho x N//rho, so both have
   the same optimum in one model instead of N (the used rows and columns show in the spatial factors).
 
-A PartFlex order or parallelism listing several choices is a disjunction the constraint vocabulary does not hold in
-one record: :func:`choices` splits the class into one single-choice class per combination (the optimum of the class
-is the best of theirs; ``dlaopt experiment flexion`` solves them all), and :func:`expand` refuses several choices
-with a located error instead of dropping any.
+A PartFlex order or parallelism listing several choices is a disjunction: :func:`expand` makes it one ``one_of``
+record (``flexibility.order`` / ``flexibility.parallel``) whose options are the choices' records (under an InFlex
+tile, each parallelism option also fixes the tile it implies; choices that would pad the layers differently are
+refused with a located error), so one solve proves the class's optimum. :func:`choices` splits the class into one
+single-choice class per combination instead (the optimum of the class is the best of theirs; ``dlaopt experiment
+flexion`` solves them one by one).
 
 Flexion's dimensions K C Y X R S name each layer kind's loops (:data:`DIM_MAP`; the thesis' Y, X are MAESTRO's input
 rows and columns, here the output's, so the baseline Y:3 tile is 3 output rows).
@@ -271,6 +273,7 @@ def constraints_for(fc: FlexClass, nests: Sequence[LoopNest], arch: MappingArch,
     padding = dict(padding or {})
     out: list[Constraint] = []
     tile = fc.choices("tile")
+    tile_per_parallel: list[list[dict[str, Any]]] | None = None  # InFlex tile records per parallelism choice
     if tile is not None:
         if len(arch.levels) < 2:
             raise InputError("the Tile axis needs an on-chip buffer under main memory",
@@ -281,11 +284,27 @@ def constraints_for(fc: FlexClass, nests: Sequence[LoopNest], arch: MappingArch,
         mode = "bounds" if not fixed else "at_most" if pars is None else "fixed"
         on_array = pars[0] if mode == "fixed" and pars is not None and len(pars) == 1 else ()
         buffer, below = arch.levels[-2], arch.levels[:-2]
+        if mode == "fixed" and pars is not None and len(pars) > 1:
+            # the tile depends on the parallelism: its factors go into each parallelism option (same padding only)
+            tile_per_parallel = []
+            pads_of: list[list[dict[str, int]]] = []
+            for par in pars:
+                recs, pads_here = [], []
+                for nest in nests:
+                    factors, pads = _tile_factors(nest, tile[0], mode, par, padding)
+                    pads_here.append(pads)
+                    if factors:
+                        recs.append({"kind": "factors", "layers": [nest.name], "target": buffer.name,
+                                     "type": "temporal", "factors": factors})
+                tile_per_parallel.append(recs)
+                pads_of.append(pads_here)
+            if any(p != pads_of[0] for p in pads_of):
+                raise _several("parallel", len(pars))
         for nest in nests:
             factors, pads = _tile_factors(nest, tile[0], mode, on_array, padding)
             if pads:
                 out.append(_record("padding", {"layers": [nest.name], "multiples": pads}, "tile", nest.name))
-            if factors:
+            if factors and tile_per_parallel is None:
                 out.append(_record("factors", {"layers": [nest.name], "target": buffer.name, "type": "temporal",
                                                "factors": factors}, "tile", nest.name))
             ones = {d: 1 for d in nest.dims if nest.sizes[d] > 1}
@@ -294,26 +313,41 @@ def constraints_for(fc: FlexClass, nests: Sequence[LoopNest], arch: MappingArch,
                                                "factors": ones}, "tile", f"{nest.name} at {lv.name}"))
     orders = fc.choices("order")
     if orders is not None:
-        if len(orders) != 1:
-            raise _several("order", len(orders))
-        for kind in _kinds(nests):
-            dims = _mapped(kind, orders[0])
-            if len(dims) < 2:
-                continue
-            for lv in arch.levels:
-                out.append(_record("permutation", {"op_kinds": [OP_KINDS[kind]], "target": lv.name, "order": dims},
-                                   "order", f"{OP_KINDS[kind]} at {lv.name}"))
+        per_order: list[list[dict[str, Any]]] = []
+        for order in orders:
+            recs = []
+            for kind in _kinds(nests):
+                dims = _mapped(kind, order)
+                if len(dims) < 2:
+                    continue
+                for lv in arch.levels:
+                    recs.append({"kind": "permutation", "op_kinds": [OP_KINDS[kind]], "target": lv.name,
+                                 "order": dims})
+            per_order.append(recs)
+        if len(orders) == 1:
+            for r in per_order[0]:
+                out.append(_record("permutation", {k: v for k, v in r.items() if k != "kind"}, "order",
+                                   f"{r['op_kinds'][0]} at {r['target']}"))
+        elif all(per_order):
+            out.append(_record("one_of", {"options": per_order}, "order"))
     pars = fc.choices("parallel")
     shapes = fc.shape_options
     rows, cols = fc.axes
     if pars is not None:
-        if len(pars) != 1:
-            raise _several("parallel", len(pars))
-        for kind in _kinds(nests):
-            r, c = _mapped(kind, pars[0][:1]), _mapped(kind, pars[0][1:])
-            axes = {cols: {"dims": r + c}} if shapes is None else {rows: {"dims": r}, cols: {"dims": c}}
-            out.append(_record("spatial", {"op_kinds": [OP_KINDS[kind]], "axes": axes}, "parallel",
-                               OP_KINDS[kind]))
+        per_par: list[list[dict[str, Any]]] = []
+        for i, par in enumerate(pars):
+            recs: list[dict[str, Any]] = []
+            for kind in _kinds(nests):
+                r, c = _mapped(kind, par[:1]), _mapped(kind, par[1:])
+                axes = {cols: {"dims": r + c}} if shapes is None else {rows: {"dims": r}, cols: {"dims": c}}
+                recs.append({"kind": "spatial", "op_kinds": [OP_KINDS[kind]], "axes": axes})
+            per_par.append(recs + (tile_per_parallel[i] if tile_per_parallel is not None else []))
+        if len(pars) == 1:
+            for r in per_par[0]:
+                out.append(_record("spatial", {k: v for k, v in r.items() if k != "kind"}, "parallel",
+                                   r["op_kinds"][0]))
+        else:
+            out.append(_record("one_of", {"options": per_par}, "parallel"))
     shape_list = [[1, fc.num_pes]] if shapes is None else [list(s) for s in shapes]
     out.append(_record("shape", {"shapes": shape_list}, "shape"))
     return tuple(out)
@@ -340,7 +374,7 @@ def mapped_nests(instance: Instance) -> list[LoopNest]:
 
 def expand(instance: Instance) -> tuple[Constraint, ...]:
     """The mapping constraints the instance's ``flexibility`` class stands for (paths ``("flexibility", axis)``):
-    none without one. A class listing several orders or parallelisms is refused (:func:`choices` splits it)."""
+    none without one. Several orders or parallelisms make a ``one_of`` record each."""
     if instance.flexibility is None:
         return ()
     from dlaopt.formulations.mapping.arch import arch_from_accelerator

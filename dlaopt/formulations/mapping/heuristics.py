@@ -1280,14 +1280,15 @@ def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str,
     """Heuristic ``method`` on every architecture choice of ``space`` (the sample or evaluation budget and the time
     limit shared evenly among them), each run kept within the space (:class:`SpaceRules`); the best valid mapping
     (the first choice on ties). With nothing valid, ``reason`` names the layer and the constraint that turned away
-    the most candidates."""
+    the most candidates. A space with alternatives (``one_of``) runs on every architecture choice of each."""
     fn = HEURISTICS[method]
-    n = len(space.archs)
+    runs = [(alt, choice) for alt in space.choices for choice in alt.archs]
+    n = len(runs)
     t0 = time.monotonic()
     best = SpaceResult(None)
     rejected: Counter[str] = Counter()
-    for i, choice in enumerate(space.archs):
-        rules = SpaceRules(nest, choice.arch, space) if space.constrained else None
+    for i, (alt, choice) in enumerate(runs):
+        rules = SpaceRules(nest, choice.arch, alt) if space.constrained else None
         share = None if budget is None else max(1, -(-budget // n))
         left = None if time_limit is None else max(0.0, (time_limit - (time.monotonic() - t0)) / (n - i))
         m = fn(nest, choice.arch, objective, seed=seed, budget=share, time_limit=left, rules=rules)

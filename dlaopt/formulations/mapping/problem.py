@@ -249,7 +249,8 @@ def _run_layer_exact_in_space(nest: LoopNest, space: LayerSpace, objective: str,
     """The exact method on one layer within its constrained map space: per architecture choice (PE-array shape),
     the warm-start heuristics kept within the space and the model solved with the space's rows; the best mapping
     over the choices, with the least of their bounds (a choice proven infeasible bounds nothing). Status
-    ``infeasible`` when every choice is proven infeasible."""
+    ``infeasible`` when every choice is proven infeasible. A space with alternatives (``one_of``) solves every
+    architecture choice of each alternative."""
     from dlaopt.formulations.mapping.exact import solve_layer
     from dlaopt.formulations.mapping.heuristics import HEURISTICS, SpaceRules
 
@@ -259,8 +260,9 @@ def _run_layer_exact_in_space(nest: LoopNest, space: LayerSpace, objective: str,
         return None
     per_arch: list[tuple[ArchChoice, Any, list[tuple[str, float]]]] = []
     t_warm = 0.0
-    for i, choice in enumerate(space.archs):
-        share = None if limit is None else max(0.0, limit - (time.perf_counter() - t0)) / (len(space.archs) - i)
+    runs = [(alt, choice) for alt in space.choices for choice in alt.archs]
+    for i, (alt, choice) in enumerate(runs):
+        share = None if limit is None else max(0.0, limit - (time.perf_counter() - t0)) / (len(runs) - i)
         tw = time.perf_counter()
         warm: list[Mapping] = []
         warm_values: list[tuple[str, float]] = []
@@ -268,7 +270,7 @@ def _run_layer_exact_in_space(nest: LoopNest, space: LayerSpace, objective: str,
             h_limit = None if share is None else max(0.0, share - (time.perf_counter() - tw))
             if h_limit is not None and h_limit <= 0:
                 continue
-            rules = SpaceRules(nest, choice.arch, space)
+            rules = SpaceRules(nest, choice.arch, alt)
             m = HEURISTICS[h](nest, choice.arch, objective, seed=solve_options.seed, budget=_budget(h, options),
                               time_limit=h_limit, rules=rules)
             if m is not None and rules.ok(m):
@@ -281,7 +283,7 @@ def _run_layer_exact_in_space(nest: LoopNest, space: LayerSpace, objective: str,
         o = SolveOptions(time_limit=left, mip_rel_gap=solve_options.mip_rel_gap, threads=solve_options.threads,
                          seed=solve_options.seed, node_limit=solve_options.node_limit,
                          deterministic=solve_options.deterministic, extra=dict(solve_options.extra))
-        r = solve_layer(nest, choice.arch, objective, warm=warm, options=o, solver=solver, space=space)
+        r = solve_layer(nest, choice.arch, objective, warm=warm, options=o, solver=solver, space=alt)
         per_arch.append((choice, r, warm_values))
     live = [(c, r, w) for c, r, w in per_arch if r.status != Status.INFEASIBLE]
     found = [(c, r, w) for c, r, w in live if r.mapping is not None and r.objective is not None]
@@ -659,7 +661,8 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
             arch = layer_arch(data.arch, data.accelerator, cs, shape) if cs or shape is not None else data.arch
             r = evaluate_mapping(n, arch, m)
             violations.extend(f"layer {n.name}: {v}" for v in r.violations)
-            violations.extend(constraint_violations(n.name, n, arch, data.arch, data.accelerator, m, shape, cs))
+            violations.extend(constraint_violations(n.name, n, arch, data.arch, data.accelerator, m, shape, cs,
+                                                    data.op_kinds[i] if i < len(data.op_kinds) else ""))
             if shape is not None and not any(c.kind == "shape" for c in cs) and tuple(shape) != pe_shape(
                     data.arch, data.accelerator):
                 violations.append(f"layer {n.name}: PE-array shape {shape[0]}x{shape[1]} is not the accelerator's "

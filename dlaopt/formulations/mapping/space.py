@@ -24,6 +24,10 @@ spatial, bypass, utilization, padding, shape; :mod:`dlaopt.specs.mapping`) becom
   a slot index means the same place in each); only the sizes of the PE array's two axes and the levels' stores
   differ. ``archs[0]`` is the instance's own architecture (with the bypasses) when no shape constraint applies.
 
+A ``one_of`` record (a disjunction) makes ``alternatives``: one complete space per combination of its options
+(pieces from an option keep the ``one_of``'s label as their source); a mapping must lie in one of them, and each
+method solves them all and keeps the best.
+
 Every piece keeps ``source``: the label of the constraint it came from, for violations and conflicts.
 """
 
@@ -78,6 +82,8 @@ class LayerSpace:
     utilization_source: str = ""
     sources: tuple[str, ...] = field(default=())  # labels of every constraint that selects this layer
     mac_units: int = 0  # the instance accelerator's MAC units (utilization's denominator); 0: archs[0].arch.num_macs
+    alternatives: tuple[LayerSpace, ...] = ()  # one_of: a mapping lies in one of these (each without alternatives);
+    # the fields above then hold the layer's other constraints only (what every alternative shares)
 
     @property
     def macs_available(self) -> int:
@@ -86,7 +92,12 @@ class LayerSpace:
     @property
     def constrained(self) -> bool:
         return bool(self.factor_bounds or self.spatial or self.orders or self.min_utilization
-                    or len(self.archs) > 1 or any(c.shape is not None for c in self.archs))
+                    or len(self.archs) > 1 or any(c.shape is not None for c in self.archs) or bool(self.alternatives))
+
+    @property
+    def choices(self) -> tuple[LayerSpace, ...]:
+        """The spaces a mapping may lie in: the alternatives of a ``one_of``, else this space itself."""
+        return self.alternatives or (self,)
 
 
 __all__ = ["ArchChoice", "FactorBound", "LayerSpace", "OrderChain", "SpatialAllow"]
