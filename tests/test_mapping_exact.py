@@ -118,3 +118,50 @@ def test_exact_equals_exhaustive(arch_name: str, layer_name: str, caps: tuple[in
             assert r.bound is not None and truth[objective] * (1 - 2e-6) <= r.bound <= truth[objective] * (1 + 1e-9)
             if r.model_objective is not None:
                 assert r.model_objective == pytest.approx(value, rel=1e-6), objective
+
+
+def write_port_case(name: str) -> tuple[LoopNest, MappingArch]:
+    """Layers whose least latency is set by a register file with separate read and write ports, on many PEs: a per-PE
+    count is then far below the largest value its table holds, the case where the solver's feasibility tolerance on
+    secant rows scaled by that largest value let the model claim less than the cost model."""
+    from dlaopt.formulations.mapping.arch import arch_from_accelerator
+    from dlaopt.formulations.mapping.loopnest import loopnest_from_operator
+    from dlaopt.hardware.model import DMA, Accelerator, Memory, MemoryKind, PEArray
+    from dlaopt.hardware.presets import PRESETS
+    from dlaopt.workload.builder import NetworkBuilder
+    from dlaopt.zoo import ZOO
+
+    if name == "flexion-mnasnet":
+        wl = ZOO.create("mnasnet")
+        op = next(o for o in wl.operators if o.name == "stack6.0.project")
+        return loopnest_from_operator(wl, op), arch_from_accelerator(PRESETS.create("flexion"))
+    b = NetworkBuilder("t", dtype_bytes=2)
+    x = b.input("x", (1, 8, 7, 7))
+    w = b.build([b.conv2d(x, 16, 3, padding=1)])
+    mems = (
+        Memory("dram", MemoryKind.DRAM, None, bandwidth_bytes_per_cycle=8.0, read_energy_pj_per_byte=100.0,
+               write_energy_pj_per_byte=100.0),
+        Memory("glb", MemoryKind.SCRATCHPAD, 2048, bandwidth_bytes_per_cycle=64.0, read_energy_pj_per_byte=6.0,
+               write_energy_pj_per_byte=6.0),
+        Memory("rf", MemoryKind.REGISTER, 32, instances=32, bandwidth_bytes_per_cycle=6.0,
+               write_bandwidth_bytes_per_cycle=4.0, read_energy_pj_per_byte=1.0, write_energy_pj_per_byte=1.0,
+               network_energy_pj_per_byte=1.0),
+    )
+    acc = Accelerator("small-write-port", PEArray((("rows", 4), ("cols", 8))), mems, DMA(8.0), mac_energy_pj=1.0)
+    op = next(o for o in w.operators if o.kind.value == "conv2d")
+    return loopnest_from_operator(w, op), arch_from_accelerator(acc)
+
+
+@pytest.mark.parametrize("name", ["small-write-port", "flexion-mnasnet"])
+def test_model_latency_never_below_the_cost_model(name: str) -> None:
+    """The MILP's latency of its decoded mapping is the cost model's, never below it (here it was, by up to 0.05 %)."""
+    nest, arch = write_port_case(name)
+    warm = [m for h in ("nvdla", "eyeriss", "shidiannao")
+            if (m := HEURISTICS[h](nest, arch, "latency", seed=0, budget=None, time_limit=None)) is not None]
+    r = solve_layer(nest, arch, "latency", warm=warm,
+                    options=SolveOptions(mip_rel_gap=1e-6, threads=1, deterministic=True, time_limit=60))
+    assert r.status == Status.OPTIMAL, r.message
+    assert r.mapping is not None and r.model_objective is not None
+    value = evaluate_mapping(nest, arch, r.mapping).latency_cycles
+    assert r.model_objective >= value * (1 - 1e-7)
+    assert r.model_objective == pytest.approx(value, rel=1e-6)

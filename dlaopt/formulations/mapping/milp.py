@@ -27,9 +27,11 @@ Variables and the math they encode (slots ``k`` innermost first, levels ``m``, o
   component, so at every integer point ``T`` equals the count exactly: ``exp`` is convex). Values beyond the
   incumbent's cost are cut at the first achievable value above it (nothing up there can be optimal); the cap of a
   count is the incumbent over the least net coefficient it can carry (partial-sum deliveries carry their own
-  first-visit discount), and counts in a row with subtracted counts take no cap from that row. Counts
-  subtracted (the first visits of partial sums) are products of integers only: a one-hot over their achievable values,
-  linked by prime exponents, gives them exactly.
+  first-visit discount), and a latency row with subtracted counts adds their largest values to the incumbent. ``T``
+  is scaled by the largest value kept and each secant row is divided by its slope, so the solver's feasibility
+  tolerance is a relative error of the count, not one of that scale (a small per-PE count could otherwise be claimed
+  below its value). Counts subtracted (the first visits of partial sums) are products of integers only: a one-hot over
+  their achievable values, linked by prime exponents, gives them exactly.
 * Capacity: ``sum_{t in store} bytes_t T_tile(t) <= capacity``. Energy: ``sum coef * T + MACs e_mac``. Latency: ``L >=
   compute``, ``L >=`` every store's per-instance traffic over its bandwidth. EDP is solved by
   :func:`dlaopt.formulations.mapping.exact.solve_layer` as a sequence of energy models under latency caps.
@@ -659,8 +661,12 @@ class MappingMilp:
                      cap: float | None) -> None:
         if not terms or math.isinf(bw):
             return
-        if negs:
-            cap = None  # a term may exceed the latency by what the subtracted counts take back: no cap from here
+        if negs and cap is not None:
+            # a term may exceed the latency by what the subtracted counts take back: at most their largest values
+            # (one-hot sums of non-negative constants). A cap keeps the term's scale near the values that matter:
+            # scaled by an uncapped maximum far above them, the secant rows' feasibility tolerance alone lets the
+            # model claim less than the count
+            cap += sum(w / bw * max(expr.values(), default=0.0) for expr, w in negs)
         row: Expr = {self.latency_col: 1.0}
         for term, w in terms:
             coef = w / bw
@@ -686,8 +692,10 @@ class MappingMilp:
         if len(values) == 1:
             self._row({term.col: 1.0}, lo=float(values[0]))
         for i in range(len(values) - 1):
+            # T' >= values[i] + slope (lam - logs[i]), divided by the slope: the solver's feasibility tolerance on
+            # the row is then one on lam, a relative error of the count, however small the count is next to scale
             slope = (values[i + 1] - values[i]) / (logs[i + 1] - logs[i])
-            self._row({term.col: 1.0, term.lam_col: -slope}, lo=float(values[i] - slope * logs[i]))
+            self._row({term.col: 1.0 / slope, term.lam_col: -1.0}, lo=float(values[i] / slope - logs[i]))
         self._terms.append(term)
 
     # ------------------------------------------------------------------------------------------ achievable values
