@@ -61,12 +61,157 @@ def _view(graph: PinningGraph, rules: PinningRules | None, pin_weights: bool) ->
     return view
 
 
-def _checked(name: str, view: RuleView, sol: PinningSolution) -> PinningSolution:
-    """``sol``, unless it breaks the DMA cap (then :class:`HeuristicFailure`)."""
+def _checked(name: str, view: RuleView, sol: PinningSolution, *, repair: bool = True) -> PinningSolution:
+    """``sol``, unless it breaks the DMA cap; then, with ``repair``, the placement :func:`repair_dma_cap` makes of
+    it, and :class:`HeuristicFailure` if that still breaks the cap. Without a cap ``sol`` is returned untouched."""
     why = dma_overflow(view.graph, sol.placement, view.rules)
+    if why and repair:
+        sol = repair_dma_cap(view, sol)
+        why = dma_overflow(view.graph, sol.placement, view.rules)
+        if why:
+            why += " (after moving loads earlier and stores later wherever the scratchpads and the rules allow)"
     if why:
         raise HeuristicFailure(f"{name}: {why}")
     return sol
+
+
+# ------------------------------------------------------------------------------------------------------ cap repair
+def _buffer_dma(graph: PinningGraph, b: int, row: np.ndarray, streamed: bool) -> dict[int, int]:
+    """Step → bytes buffer ``b`` moves there when resident as ``row`` says (loads at the step it enters a
+    scratchpad for, unless produced there; a dirty exit's store at the last step before it; a graph output's final
+    store at its last use; a streamed buffer exits after every step)."""
+    lo, hi = graph.window[b]
+    size = graph.buffers[b].size_bytes
+    writes = set(graph.write_steps[b])
+    out: dict[int, int] = {}
+    dirty = False
+    before = -1
+    for i in range(hi - lo + 1):
+        m = lo + i
+        here = int(row[i])
+        moved = here != before or streamed
+        if before >= 0 and moved and dirty:
+            out[m - 1] = out.get(m - 1, 0) + size
+            dirty = False
+        if here >= 0 and moved and m != graph.producer[b]:
+            out[m] = out.get(m, 0) + size
+        dirty = dirty or m in writes
+        before = here
+    if dirty and graph.buffers[b].role == TensorRole.OUTPUT:
+        out[hi] = out.get(hi, 0) + size
+    return out
+
+
+def _extensions(view: RuleView, b: int, row: np.ndarray, free: np.ndarray) -> list[tuple[int, int, int]]:
+    """Ways to change one residency run of buffer ``b``, each ``(first, last, scratchpad)`` (the steps to put it in
+    that scratchpad). Lengthen the run into idle cells backwards from the step it enters for (its load comes
+    earlier: a prefetch; reaching an earlier run in the same scratchpad, the buffer stays resident instead of being
+    stored and reloaded), or forwards from the step it exits after (its write-back comes later). Or move the whole
+    run to another scratchpad (next to a run there, the move between scratchpads disappears). Only cells where the
+    rules let it be and the scratchpad has room."""
+    graph = view.graph
+    lo, hi = graph.window[b]
+    size = graph.buffers[b].size_bytes
+    out: list[tuple[int, int, int]] = []
+    n = hi - lo + 1
+    for i in range(n):
+        k = int(row[i])
+        if k < 0:
+            continue
+        if i > 0 and row[i - 1] < 0:  # a run starts at lo + i: prefetch / keep resident
+            j = i - 1
+            while j >= 0 and row[j] < 0 and view.ok(b, k, lo + j) and free[k, lo + j] >= size:
+                out.append((lo + j, lo + i - 1, k))
+                j -= 1
+        if i < n - 1 and row[i + 1] < 0:  # a run ends at lo + i: write back later / keep resident
+            j = i + 1
+            while j < n and row[j] < 0 and view.ok(b, k, lo + j) and free[k, lo + j] >= size:
+                out.append((lo + i + 1, lo + j, k))
+                j += 1
+        if i == 0 or row[i - 1] != k:  # a run starts at lo + i: move it whole to another scratchpad
+            e = i
+            while e + 1 < n and row[e + 1] == k:
+                e += 1
+            for k2 in range(len(graph.scratchpads)):
+                if k2 != k and all(view.ok(b, k2, lo + j) and free[k2, lo + j] >= size for j in range(i, e + 1)):
+                    out.append((lo + i, lo + e, k2))
+    return out
+
+
+def repair_dma_cap(view: RuleView, sol: PinningSolution) -> PinningSolution:
+    """A copy of ``sol`` with steps over the tightest DMA cap relieved, greedily: among every way to lengthen one
+    residency run into idle cells (a load moved to an earlier step with spare room and spare cap, a store moved to a
+    later one, or a store + reload replaced by staying resident — see :func:`_extensions`), take the one that
+    removes the most bytes above the cap (ties: fewer bytes moved in all, then fewer cells), until no step is over
+    or no move helps; a whole run may also move to another scratchpad (e.g. next to the buffer's following run
+    there, so the move between scratchpads and its reload disappear). Cells only ever change to a scratchpad the
+    rules allow there with room for the buffer, and no cell is emptied, so every operand stays resident at its
+    uses, pins hold and off-chip tensors stay off chip. The result may still break the cap; the caller checks."""
+    graph, cap_rule = view.graph, view.rules.dma_cap
+    out = PinningSolution([row.copy() for row in sol.placement])
+    if cap_rule is None:
+        return out
+    cap = cap_rule.bytes
+    n_steps = len(graph.steps)
+    size = [buf.size_bytes for buf in graph.buffers]
+    capacity = np.array([s.capacity for s in graph.scratchpads], dtype=float)
+    occ = np.zeros((len(graph.scratchpads), n_steps))
+    per_buf: list[dict[int, int]] = []
+    per_step = np.zeros(n_steps)
+    for b in range(len(graph.buffers)):
+        lo, hi = graph.window[b]
+        for i in range(hi - lo + 1):
+            if out.placement[b][i] >= 0:
+                occ[out.placement[b][i], lo + i] += size[b]
+        moves = _buffer_dma(graph, b, out.placement[b], b in view.streamed) if hi >= lo else {}
+        per_buf.append(moves)
+        for m, v in moves.items():
+            per_step[m] += v
+
+    def excess(vec: np.ndarray) -> float:
+        return float(np.maximum(vec - cap, 0.0).sum())
+
+    while excess(per_step) > 0:
+        free = capacity[:, None] - occ
+        current = excess(per_step)
+        best: tuple[float, float, int, int, int, int, int] | None = None  # (-relief, total, cells, b, first, last, k)
+        for b in range(len(graph.buffers)):
+            lo, hi = graph.window[b]
+            if hi < lo or b in view.streamed:
+                continue
+            row = out.placement[b]
+            base = per_buf[b]
+            for first, last, k in _extensions(view, b, row, free):
+                trial = row.copy()
+                trial[first - lo:last - lo + 1] = k
+                moves = _buffer_dma(graph, b, trial, False)
+                vec = per_step.copy()
+                for m, v in base.items():
+                    vec[m] -= v
+                for m, v in moves.items():
+                    vec[m] += v
+                relief = current - excess(vec)
+                if relief <= 0:
+                    continue
+                key = (-relief, float(vec.sum()), last - first + 1, b, first, last, k)
+                if best is None or key < best:
+                    best = key
+        if best is None:
+            break
+        _, _, _, b, first, last, k = best
+        lo, _ = graph.window[b]
+        for m in range(first, last + 1):
+            was = int(out.placement[b][m - lo])
+            if was >= 0:
+                occ[was, m] -= size[b]
+            occ[k, m] += size[b]
+        out.placement[b][first - lo:last - lo + 1] = k
+        for m, v in per_buf[b].items():
+            per_step[m] -= v
+        per_buf[b] = _buffer_dma(graph, b, out.placement[b], False)
+        for m, v in per_buf[b].items():
+            per_step[m] += v
+    return out
 
 
 def _benefit(graph: PinningGraph, b: int) -> float:
@@ -127,7 +272,7 @@ def naive(graph: PinningGraph, *, rules: PinningRules | None = None, pin_weights
                                    "(honouring each scratchpad's access mode, roles and capacity, and the pins)")
         for b, k in zip(ops, place, strict=True):
             sol.set(graph, b, m, k)
-    return _checked("naive", view, sol)
+    return _checked("naive", view, sol, repair=False)
 
 
 # ------------------------------------------------------------------------------------------------------ onsram
