@@ -23,6 +23,7 @@ import pytest
 import yaml
 from cli_helpers import assert_bad_input, run_dlaopt
 from click.testing import CliRunner
+from multiaccel_cases import all_orders
 
 from dlaopt import harness
 from dlaopt.cli import cli
@@ -72,16 +73,6 @@ def make_doc(table: dict[str, Any], constraints: list[dict[str, Any]], *, bandwi
 
 
 # ---------------------------------------------------------------------------------------- the independent reference
-def all_orders(n: int, m: int) -> list[list[list[int]]]:
-    """Every assignment with every order per sub-accelerator: a permutation cut into ``m`` consecutive lists."""
-    out = []
-    for perm in itertools.permutations(range(n)):
-        for cuts in itertools.combinations_with_replacement(range(n + 1), m - 1):
-            b = (0, *cuts, n)
-            out.append([list(perm[b[i]:b[i + 1]]) for i in range(m)])
-    return out
-
-
 class Reference:
     """Names, latencies (s) and the constraints of a document, read straight from it."""
 

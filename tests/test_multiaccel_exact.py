@@ -4,10 +4,9 @@ fluid evaluator (the ground truth)."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from multiaccel_cases import all_orders
 
 from dlaopt.formulations.multiaccel.bound import closed_form_bound, lp_bound, makespan_bound
 from dlaopt.formulations.multiaccel.cpsat import (
@@ -48,16 +47,6 @@ def random_data(seed: int, n: int, m: int, bw_ratio: float, *, precedence: bool 
     bw = np.exp(rng.uniform(np.log(1e8), np.log(1e10), size=(n, m)))
     prec = tuple((j, j + 1) for j in range(0, n - 1, 3)) if precedence else ()
     return make_data(lat, bw, bw_ratio * float(bw.mean()) * m, prec)
-
-
-def all_orders(n: int, m: int) -> list[list[list[int]]]:
-    """Every assignment with every order per sub-accelerator: a permutation cut into ``m`` consecutive lists."""
-    out = []
-    for perm in itertools.permutations(range(n)):
-        for cuts in itertools.combinations_with_replacement(range(n + 1), m - 1):
-            b = (0, *cuts, n)
-            out.append([list(perm[b[i]:b[i + 1]]) for i in range(m)])
-    return out
 
 
 def brute_force(data: MultiAccelData) -> float:

@@ -64,6 +64,11 @@ def _primes(n: int) -> tuple[int, ...]:
     return tuple(sorted(prime_factors(n)))
 
 
+def _closest(candidates: Sequence[int], wish: int) -> int:
+    """The candidate factor nearest ``wish`` on a log scale (the smaller one on a tie)."""
+    return min(candidates, key=lambda f: (abs(math.log(f) - math.log(wish)), f))
+
+
 def largest_divisor_at_most(n: int, bound: int) -> int:
     """The largest divisor of ``n`` that is ``<= bound`` (1 when ``bound < 1``)."""
     if bound >= n:
@@ -471,7 +476,7 @@ class SpaceRules:
             if not cands:
                 self.reject(b.source)
                 return None
-            t = min(cands, key=lambda t: (abs(math.log(t) - math.log(cur)), t))
+            t = _closest(cands, cur)
             rest //= t
             for i, k in enumerate(open_slots):
                 r = self._room(d, k, used)
@@ -484,8 +489,7 @@ class SpaceRules:
                     later = [self._room(d, x, used) for x in open_slots[i + 1:]]
                     need = 1 if any(x is None for x in later) else -(-t // math.prod(later))  # type: ignore[arg-type]
                     cands = [f for f in _divisors(t) if need <= f and (r is None or f <= r)] or [1]
-                    w = max(1, want[k])
-                    f = min(cands, key=lambda f: (abs(math.log(f) - math.log(w)), f))
+                    f = _closest(cands, max(1, want[k]))
                     fs[k] = f
                     t //= f
                 done.add(k)
@@ -497,8 +501,7 @@ class SpaceRules:
             if not cands:
                 self.reject(self.src.get((d, k), ""))
                 return None
-            w = max(1, want[k])
-            t = min(cands, key=lambda t: (abs(math.log(t) - math.log(w)), t))
+            t = _closest(cands, max(1, want[k]))
             fs[k] = t
             rest //= t
             done.add(k)
