@@ -493,24 +493,19 @@ class SpaceRules:
                     fs[k] = f
                     t //= f
                 done.add(k)
-        for k in ranged:
+        bounded = set(ranged)
+        for k in [*ranged, *free]:  # bounded slots first, then the free ones, each nearest its wish
             if k == sink or k in done:
                 continue
             r = self._room(d, k, used)
-            cands = [t for t in _divisors(rest) if t >= lo[k] and (r is None or t <= r)]
-            if not cands:
-                self.reject(self.src.get((d, k), ""))
-                return None
-            t = _closest(cands, max(1, want[k]))
-            fs[k] = t
-            rest //= t
-            done.add(k)
-        for k in free:
-            if k == sink or k in done:
-                continue
-            r = self._room(d, k, used)
-            bound = max(1, want[k]) if r is None else min(max(1, want[k]), r)
-            f = largest_divisor_at_most(rest, bound)
+            if k in bounded:
+                cands = [t for t in _divisors(rest) if t >= lo[k] and (r is None or t <= r)]
+                if not cands:
+                    self.reject(self.src.get((d, k), ""))
+                    return None
+                f = _closest(cands, max(1, want[k]))
+            else:
+                f = largest_divisor_at_most(rest, max(1, want[k]) if r is None else min(max(1, want[k]), r))
             fs[k] = f
             rest //= f
             done.add(k)
