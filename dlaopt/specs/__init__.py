@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from dlaopt.errors import InputError
-from dlaopt.specs import bankmap, mapping, multiaccel, pinning, systolic
+from dlaopt.specs import bankmap, codesign, mapping, multiaccel, pinning, systolic
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {s.name: s for s in (
           multiaccel, "MultiAccelProblem", hardware="platform", workloads=("task", "jobs", "graph")),
     _spec("bankmap", "Global memory-bank mapping (layouts across banks, few inter-bank copies)", bankmap,
           "BankMapProblem"),
+    _spec("codesign", "Hardware-mapping co-design under an area or power budget (DiGamma, ConfuciuX)", codesign,
+          "CodesignProblem"),
 )}
 
 
