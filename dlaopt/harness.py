@@ -426,13 +426,14 @@ def compare(
     deadline: Deadline | None = None,
     on_result: Callable[[Result], None] | None = None,
 ) -> list[Result]:
-    """Every method on one prepared instance (heuristics run once and are shared as warm starts).
+    """Every method that applies to one prepared instance (:meth:`Problem.methods_for`; heuristics run once and are
+    shared as warm starts), or the ``methods`` named.
 
     ``deadline`` (a total time limit): each method gets at most the time left; the methods it leaves out are
     ``no_solution`` with the message that the limit was reached before they started. ``on_result`` sees each
     result as it is finished (a caller interrupted part-way keeps them)."""
     p = instance if isinstance(instance, Prepared) else prepare(instance)
-    names = list(methods) if methods else [m.name for m in p.problem.methods]
+    names = list(methods) if methods else p.problem.methods_for(p.data)
     out = []
     for name in names:  # --solver picks the backend of the default exact method; others keep their own
         opts = within(options, deadline)

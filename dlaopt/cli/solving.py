@@ -181,7 +181,7 @@ def compare(instance: str, methods: list[str] | None, solver: str | None, time_l
     from dlaopt.solvers.processes import interrupt_exit_code
 
     deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json)
-    names = methods or [m.name for m in p.problem.methods]
+    names = methods or p.problem.methods_for(p.data)
     for name in names:
         check_method(p, name)
     printer = ProgressPrinter(err) if log else None

@@ -157,6 +157,11 @@ class Problem(ABC, Generic[D, S]):
                 return m
         raise KeyError(name)
 
+    def methods_for(self, data: D) -> list[str]:
+        """The methods that apply to this prepared instance (what ``compare`` runs by default): all of them unless
+        a problem says otherwise."""
+        return [m.name for m in self.methods]
+
     @property
     def heuristic_names(self) -> list[str]:
         return [m.name for m in self.methods if m.kind == "heuristic"]

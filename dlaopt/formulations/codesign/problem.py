@@ -203,6 +203,15 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
                 "constraints": len(data.design_rules) + len(data.cap_rules)}
 
     # ------------------------------------------------------------------------------------------------ methods
+    def methods_for(self, data: CodesignData) -> list[str]:
+        """exact and random always; the table searches for a fixed dataflow, DiGamma and Mapping-opt for free
+        mappings (Mapping-opt only layer-sequential)."""
+        if data.dataflow == FREE:
+            extra = ["digamma", *(FREE_SEARCHES[1:] if data.deployment == "ls" else [])]
+        else:
+            extra = list(TABLE_SEARCHES)
+        return ["exact", *extra, "random"]
+
     def tables(self, data: CodesignData, workers: int | None = None) -> CostTables:
         w = workers if workers is not None else int(data.options.get("workers", 0)) or (os.cpu_count() or 1)
         return CostTables(data.nests, data.template, data.space, data.dataflow, data.objective,
