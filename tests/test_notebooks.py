@@ -22,6 +22,7 @@ FINAL_LINES = {
     "bankmap.ipynb": "bankmap: OK",
     "constraints.ipynb": "constraints: OK",
     "systolic.ipynb": "systolic: OK",
+    "codesign.ipynb": "codesign: OK",
 }
 
 

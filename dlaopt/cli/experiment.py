@@ -37,6 +37,8 @@ EXPERIMENTS: dict[str, str] = {
     "compile-benchmark": "dlaopt.experiments.commands:compile_benchmark",
     "bankmap-benchmark": "dlaopt.experiments.commands:bankmap_benchmark",
     "flexion": "dlaopt.experiments.commands:flexion",
+    "confuciux": "dlaopt.experiments.commands:confuciux",
+    "digamma": "dlaopt.experiments.commands:digamma",
 }
 
 

@@ -297,3 +297,78 @@ def flexion(out_dir: str, studies: str, objectives: str, layers: str | None, net
         return
     click.echo(report.table)
     click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+
+
+@click.command("confuciux")
+@click.option("--out", "out_dir", default="results/confuciux", show_default=True, help="Output folder.")
+@click.option("--models", default="mobilenet-v2", show_default=True,
+              help="Comma-separated zoo networks (the chapter's: mobilenet-v2, mnasnet, resnet50, ncf).")
+@click.option("--objectives", default="latency,energy", show_default=True, help="Comma-separated: latency, energy.")
+@click.option("--constraints", help="Comma-separated subset of: unlimited, area-cloud, area-iot, area-iotx, "
+              "power-cloud, power-iot, power-iotx (default all, Table 8.2).")
+@click.option("--full", is_flag=True, help="The seed's scale: 5000 RL epochs, 2000 fine-tuning generations "
+              "(default: 1000 / 500).")
+@click.option("--epochs", type=click.IntRange(min=1), help="RL epochs (and GA / random samples); overrides the scale.")
+@click.option("--generations", type=click.IntRange(min=1), help="Fine-tuning GA generations; overrides the scale.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every search.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes computing the cost table (0: one per CPU).")
+@click.option("--no-verify", is_flag=True, help="Skip the evaluator's re-check of the exact and ConfuciuX designs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def confuciux(out_dir: str, models: str, objectives: str, constraints: str | None, full: bool, epochs: int | None,
+              generations: int | None, seed: int, workers: int, no_verify: bool, as_json: bool) -> None:
+    """Seed 001's Chapter 8 (ConfuciuX): LS and LP PE/buffer assignment under Table 8.2's area and power budgets
+    with the NVDLA-style dataflow — the proven optimum next to ConfuciuX (RL + local GA), RL alone, GA and random
+    search, with the samples each needed to come within 1 % of the optimum, beside Tables 8.3, 8.4 and 8.7."""
+    from dlaopt.experiments.confuciux import parse_constraints, run_confuciux
+
+    report = run_confuciux(out_dir, models=_csv(models) or [], objectives=_csv(objectives) or [],
+                           constraints=parse_constraints(_csv(constraints)), full=full, epochs=epochs,
+                           generations=generations, seed=seed, workers=workers, verify=not no_verify,
+                           progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump(report.rows, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report.table)
+    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+
+
+@click.command("digamma")
+@click.option("--out", "out_dir", default="results/digamma", show_default=True, help="Output folder.")
+@click.option("--models", default="mobilenet-v2,ncf", show_default=True,
+              help="Comma-separated zoo networks (the chapter's: resnet18, resnet50, mobilenet-v2, mnasnet, bert-base, "
+              "ncf, dlrm).")
+@click.option("--platforms", default="edge,cloud", show_default=True, help="Comma-separated: edge (0.2 mm²), "
+              "cloud (7.0 mm²).")
+@click.option("--methods", help="Comma-separated subset of: exact, digamma, mapping-opt-buffer, mapping-opt-medium, "
+              "mapping-opt-compute, hw-opt-dla, hw-opt-shi, hw-opt-eye (default all).")
+@click.option("--full", is_flag=True, help="The seed's sample budget: 40K for DiGamma and for Mapping-opt's GAMMA "
+              "(default: 2000 / 500).")
+@click.option("--samples", type=click.IntRange(min=1), help="DiGamma's samples; overrides the scale.")
+@click.option("--mapping-samples", type=click.IntRange(min=1), help="Mapping-opt's mappings per layer; overrides the "
+              "scale.")
+@click.option("--time-limit", type=float, default=900.0, show_default=True, help="Per exact solve, seconds.")
+@click.option("--entry-time-limit", type=float, default=60.0, show_default=True, help="Per mapping MILP, seconds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every search.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes computing table entries (0: one per CPU).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def digamma(out_dir: str, models: str, platforms: str, methods: str | None, full: bool, samples: int | None,
+            mapping_samples: int | None, time_limit: float, entry_time_limit: float, seed: int, workers: int,
+            as_json: bool) -> None:
+    """Seed 001's Chapter 6 (DiGamma): layer-sequential co-design of PE array, L1, L2 and mappings under the edge
+    and cloud area budgets — the proven optimum next to DiGamma, Mapping-opt on three fixed designs and HW-opt
+    (the best grid design for a fixed dataflow), beside Fig. 6.7, 6.8 and §6.3.3's gains."""
+    from dlaopt.experiments.digamma import METHODS, run_digamma
+
+    report = run_digamma(out_dir, models=_csv(models) or [], platforms=_csv(platforms) or [],
+                         methods=_csv(methods) or METHODS, full=full, samples=samples,
+                         mapping_samples=mapping_samples, time_limit=time_limit, entry_time_limit=entry_time_limit,
+                         seed=seed, workers=workers, progress=None if as_json else (lambda s: click.echo(s, err=True)))
+    if as_json:
+        json.dump(report.rows, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+        return
+    click.echo(report.table)
+    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")

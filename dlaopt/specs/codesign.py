@@ -97,7 +97,8 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": {},
             "properties": {
                 "samples": {"type": "integer", "minimum": 1,
-                            "description": "Designs a search evaluates (digamma: 40,000 as in §6.3.1; random, ga)."},
+                            "description": "Designs a search evaluates (digamma: 40,000 as in §6.3.1; random, "
+                            "ga; mapping-opt: mappings per layer)."},
                 "epochs": {"type": "integer", "minimum": 1,
                            "description": "ConfuciuX's RL episodes (5,000 as in §8.2.1)."},
                 "generations": {"type": "integer", "minimum": 1,

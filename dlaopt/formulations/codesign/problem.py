@@ -127,7 +127,7 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
                                 src)
         kinds = [op.kind.value for op in ops]
         names = [op.name for op in ops]
-        design_rules, cap_rules = self._rules(instance.constraints, names, kinds, src)
+        design_rules, cap_rules = self._rules(instance.constraints, names, kinds, instance.objective, src)
         return CodesignData(instance.name, names, nests, unique_of, reps, template, space, options["dataflow"],
                             options["deployment"], instance.objective, options["aggregate"], tech, area, power,
                             budgets, design_rules, cap_rules, options)
@@ -152,7 +152,7 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
         return out
 
     @staticmethod
-    def _rules(constraints: tuple[Constraint, ...], names: list[str], kinds: list[str],
+    def _rules(constraints: tuple[Constraint, ...], names: list[str], kinds: list[str], objective: str,
                src: str | None) -> tuple[list[DesignRule], list[CapRule]]:
         design: list[DesignRule] = []
         caps: list[CapRule] = []
@@ -170,7 +170,7 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
                               if key in c.params}
                     design.append(DesignRule(c.label, layers, bounds))
                 elif c.kind == "layer_cap":
-                    caps.append(CapRule(c.label, layers, "objective", float(c.params["max"])))
+                    caps.append(CapRule(c.label, layers, objective, float(c.params["max"])))
             except InputError as exc:
                 raise exc.located(file=src) from None
         return design, caps
@@ -281,7 +281,8 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
                 out = dg.random_search(data, samples=search.get("samples", DEFAULT_SAMPLES["random"]), seed=seed,
                                        time_limit=options.time_limit)
             else:
-                out = dg.mapping_opt(data, method.rsplit("-", 1)[1], seed=seed, time_limit=options.time_limit)
+                out = dg.mapping_opt(data, method.rsplit("-", 1)[1], samples=search.get("samples", dg.SEED_SAMPLES),
+                                     seed=seed, time_limit=options.time_limit)
             sol = out.solution
             sol.notes.update({"samples": out.samples, "search_time_s": round(out.time_s, 3),
                               "trace": [list(t) for t in out.trace]})

@@ -67,6 +67,9 @@ Deployment = Literal["ls", "lp"]
 AGGREGATES: tuple[str, ...] = ("sum", "max")
 DEPLOYMENTS: tuple[str, ...] = ("ls", "lp")
 _REL_TOL = 1e-9
+MAX_BUDGET_RESOLVES = 4
+# the budget is checked at 1e-9 relative: the solver must not accept more than that
+HIGHS_TIGHT = {"primal_feasibility_tolerance": 1e-9, "mip_feasibility_tolerance": 1e-9}
 
 
 @dataclass(frozen=True)
@@ -320,9 +323,10 @@ def milp(problem: SelectionProblem, *, solver: str = "highs", options: SolveOpti
          use_pruning: bool = True) -> Selection:
     """The selection MILP of the module docstring through :func:`~dlaopt.solvers.backends.solve_linear`. Costs are
     scaled by their largest finite value; variables only exist for kept pairs. The warm start is each layer's
-    least-use pair (when it fits)."""
-    from dlaopt.solvers.backends import solve_linear
-
+    least-use pair (when it fits). An answer the solver's feasibility tolerance let over a budget (by ~1e-7) is
+    rejected and the model solved again with that budget tightened by twice the overshoot (at most
+    :data:`MAX_BUDGET_RESOLVES` times); the bound stays the first solve's, which is valid for the true budget, and
+    the answer is reported optimal only when it attains it."""
     t0 = time.perf_counter()
     one, keep = _prepared(problem, use_pruning)
     stats: dict[str, Any] = {"pairs": int(keep.sum()), "pairs_total": int(one.cost.size)}
@@ -332,13 +336,59 @@ def milp(problem: SelectionProblem, *, solver: str = "highs", options: SolveOpti
     layer, point = np.nonzero(keep)
     cost = one.cost[layer, point]
     scale = float(np.max(np.abs(cost))) or 1.0
+    budget = one.budget.copy()
+    first_bound: float | None = None
+    for _attempt in range(MAX_BUDGET_RESOLVES + 1):
+        res, x = _milp_once(problem, one, layer, point, cost, scale, budget, solver, options)
+        stats.update(res.stats, time_s=time.perf_counter() - t0)
+        if res.status == Status.INFEASIBLE and first_bound is None:
+            return _infeasible(problem, "milp", stats)
+        if res.x is None:
+            bound = first_bound if first_bound is not None else (
+                -math.inf if res.bound is None else float(res.bound) * scale)
+            return Selection(np.zeros(problem.n_layers, dtype=np.int64), math.inf, bound,
+                             res.status if first_bound is None else Status.NO_SOLUTION, "milp", stats)
+        if first_bound is None:
+            first_bound = -math.inf if res.bound is None else float(res.bound) * scale
+        choice = _decode(problem, one, (layer, point), res.x[x])
+        if problem.feasible(choice):
+            value = problem.value(choice)
+            stats["budget_resolves"] = _attempt
+            status = Status.OPTIMAL if res.status == Status.OPTIMAL and _attempt == 0 else Status.FEASIBLE
+            bound = min(value, first_bound)
+            if _attempt and value <= first_bound * (1 + _REL_TOL) + _REL_TOL:
+                status = Status.OPTIMAL  # the tightened budget cost nothing: the first bound is attained
+            return Selection(choice, value, bound, status, "milp", stats)
+        # the solver's feasibility tolerance let a budget row through by a hair: tighten it by the overshoot
+        over = problem.consumption(choice) - problem.budget
+        budget = np.where(over > 0, budget - 2 * over, budget)
+    return Selection(np.zeros(problem.n_layers, dtype=np.int64), math.inf, first_bound or -math.inf,
+                     Status.NO_SOLUTION, "milp", stats)
+
+
+@dataclass
+class _Once:
+    status: Status
+    x: np.ndarray | None
+    bound: float | None
+    stats: dict[str, Any]
+
+
+def _milp_once(problem: SelectionProblem, one: SelectionProblem, layer: np.ndarray, point: np.ndarray,
+               cost: np.ndarray, scale: float, budget: np.ndarray, solver: str,
+               options: SolveOptions | None) -> tuple[_Once, np.ndarray]:
+    """One solve of the selection MILP with the given budget row bounds."""
+    from dlaopt.solvers.backends import solve_linear
+
     n_layers, n_res = one.n_layers, one.use.shape[0]
     b = LinearModelBuilder("codesign-selection")
     is_sum = problem.aggregate == "sum"
     x = b.add_vars("x", layer.size, upper=1, integer=True, cost=cost / scale if is_sum else 0.0)
     b.add_rows("one_point", n_layers, layer, x, 1.0, lower=1, upper=1)
+    # budget rows in units of the budget, so that the solver's absolute feasibility tolerance is a relative one
+    unit = np.where(np.isfinite(budget) & (np.abs(budget) > 0), np.abs(budget), 1.0)
     b.add_rows("budget", n_res, np.repeat(np.arange(n_res), layer.size), np.tile(x, n_res),
-               one.use[:, layer, point].ravel(), upper=one.budget)
+               (one.use[:, layer, point] / unit[:, None]).ravel(), upper=budget / unit)
     if not is_sum:
         t = b.add_vars("t", 1, lower=0.0 if cost.min() >= 0 else -np.inf, cost=1.0)
         b.add_rows("bottleneck", n_layers, np.concatenate([layer, np.arange(n_layers)]),
@@ -348,7 +398,7 @@ def milp(problem: SelectionProblem, *, solver: str = "highs", options: SolveOpti
     opts = options or SolveOptions()
     # warm start: the least-use kept pair per layer (first resource in budget units), when it fits
     ws = np.zeros(model.n_cols)
-    norm = one.use[:, layer, point] / np.where(np.abs(one.budget) > 0, np.abs(one.budget), 1.0)[:, None]
+    norm = one.use[:, layer, point] / np.where(np.abs(budget) > 0, np.abs(budget), 1.0)[:, None]
     order = np.lexsort((cost, norm.sum(axis=0), layer))
     first = order[np.concatenate([[True], layer[order][1:] != layer[order][:-1]])]
     ws[x[first]] = 1
@@ -357,19 +407,11 @@ def milp(problem: SelectionProblem, *, solver: str = "highs", options: SolveOpti
     warm = ws if model.max_violation(ws) <= 1e-9 else None
     opts = SolveOptions(time_limit=opts.time_limit, mip_rel_gap=min(opts.mip_rel_gap, 1e-9), threads=opts.threads,
                         seed=opts.seed, node_limit=opts.node_limit, deterministic=opts.deterministic,
-                        warm_start=warm, extra=dict(opts.extra))
+                        warm_start=warm,
+                        extra={**opts.extra, "highs": {**HIGHS_TIGHT, **dict(opts.extra.get("highs", {}))}})
     res = solve_linear(model, solver, opts)
-    stats.update(model.stats(), solve_s=res.solve_time_s, solver=res.solver, time_s=time.perf_counter() - t0)
-    if res.status == Status.INFEASIBLE:
-        return _infeasible(problem, "milp", stats)
-    if res.x is None:
-        return Selection(np.zeros(problem.n_layers, dtype=np.int64), math.inf,
-                         -math.inf if res.bound is None else float(res.bound) * scale, res.status, "milp", stats)
-    choice = _decode(problem, one, (layer, point), res.x[x])
-    value = problem.value(choice)
-    bound = value if res.bound is None else min(value, float(res.bound) * scale)
-    status = Status.OPTIMAL if res.status == Status.OPTIMAL else Status.FEASIBLE
-    return Selection(choice, value, bound, status, "milp", stats)
+    stats = {**model.stats(), "solve_s": res.solve_time_s, "solver": res.solver}
+    return _Once(res.status, res.x, res.bound, stats), x
 
 
 # ---------------------------------------------------------------------------------------------------- CP-SAT

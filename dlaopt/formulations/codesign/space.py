@@ -173,13 +173,20 @@ class DesignSpace:
         return np.asarray(design_power_mw(a["pes"], a["l1"], a["l2"], macs_per_pe=template.macs_per_pe, tech=tech),
                           dtype=np.float64).reshape(len(self))
 
-    def dominated_by_caps(self, p: int) -> np.ndarray:
-        """Mask of points no larger than ``p`` in every coordinate (rows, cols, L1, L2) and with as many array axes
-        (a one-row array is one-dimensional): every mapping valid on such a point is valid on ``p``, at the same
-        cost."""
+    def same_structure(self, p: int) -> np.ndarray:
+        """Mask of points whose accelerator has the levels and array axes of ``p``'s: as many array axes (a one-row
+        array is one-dimensional) and an L2 exactly when ``p`` has one (an L2 of 0 bytes removes the level, which
+        changes the mappings and their costs, so such points are not comparable by capacity)."""
         a = self.arrays
         pt = self.points[p]
-        return (((a["rows"] == 1) == (pt.rows == 1)) & (a["rows"] <= pt.rows) & (a["cols"] <= pt.cols)
+        return ((a["rows"] == 1) == (pt.rows == 1)) & ((a["l2"] == 0) == (pt.l2_bytes == 0))
+
+    def dominated_by_caps(self, p: int) -> np.ndarray:
+        """Mask of points of ``p``'s structure (:meth:`same_structure`) no larger than ``p`` in every coordinate
+        (rows, cols, L1, L2): every mapping valid on such a point is valid on ``p``, at the same cost."""
+        a = self.arrays
+        pt = self.points[p]
+        return (self.same_structure(p) & (a["rows"] <= pt.rows) & (a["cols"] <= pt.cols)
                 & (a["l1"] <= pt.l1_bytes) & (a["l2"] <= pt.l2_bytes))
 
 

@@ -17,11 +17,14 @@ learned (a MILP that ran out of time). Bounds that hold for any mapping start th
 * latency ``≥ max(⌈MACs / MAC units⌉, compulsory main-memory bytes / main-memory bandwidth)`` — every MAC runs
   once on some unit per cycle, and every input and weight element leaves main memory and every output element
   returns to it at least once;
-* energy ``≥ MACs · e_MAC + compulsory main-memory bytes · their access energy``; EDP ``≥`` the product.
+* energy ``≥ MACs · e_MAC + compulsory main-memory bytes · their access energy``; EDP ``≥`` the product;
+* for a fixed dataflow, latency ``≥ MACs / (PEs the template unrolls on the point's array)``
+  (:func:`dataflow_compute_bound`).
 
 For free mappings the optimum is **monotone in the design**: a mapping valid on a point ``q`` is valid, at the same
-cost, on every point ``p ⪰ q`` with as many array axes (no fewer rows, columns, L1 or L2 bytes), since capacities
-and axis sizes only restrict which mappings are valid. Hence, after solving ``(u, q)`` with value ``v`` and proven
+cost, on every point ``p ⪰ q`` of the same structure — as many array axes, and an L2 exactly when ``q`` has one
+(an L2 of 0 bytes removes the level) — with no fewer rows, columns, L1 or L2 bytes, since capacities and axis sizes
+only restrict which mappings are valid. Hence, after solving ``(u, q)`` with value ``v`` and proven
 bound ``b`` by a mapping that uses ``r × c`` PEs, ``l1`` and ``l2`` bytes:
 
 * ``lb[u, p] ≥ b`` for every ``p ⪯ q`` (``p`` has fewer mappings);
@@ -46,7 +49,7 @@ import numpy as np
 from dlaopt.formulations.codesign.space import DesignPoint, DesignSpace, Template, accelerator_for
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
-from dlaopt.formulations.mapping.heuristics import dataflow
+from dlaopt.formulations.mapping.heuristics import dataflow, dataflow_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.solvers.processes import kill_pool, process_pool
@@ -150,6 +153,24 @@ def any_mapping_bounds(nest: LoopNest, template: Template, space: DesignSpace) -
     return {"latency": latency.astype(np.float64), "energy": np.full(len(space), float(energy))}
 
 
+def dataflow_compute_bound(nest: LoopNest, template: Template, space: DesignSpace, name: str) -> np.ndarray:
+    """Per point, ``MACs / (PEs the dataflow template unrolls)``: the template fixes the spatial factors from the
+    array's shape alone (the capacity repair can only cut them, the greedy tiles never change them), so no mapping
+    of this dataflow on the point computes in fewer cycles."""
+    out = np.zeros(len(space))
+    by_shape: dict[tuple[int, int], float] = {}
+    for k, pt in enumerate(space.points):
+        key = (pt.rows, pt.cols)
+        if key not in by_shape:
+            arch = arch_from_accelerator(accelerator_for(template, pt))
+            m = dataflow_mapping(nest, arch, name)
+            spatial = math.prod(fs[j] for fs in m.factors.values() for j, s in enumerate(arch.slots())
+                                if s.kind == SPATIAL)
+            by_shape[key] = math.ceil(nest.macs / spatial)
+        out[k] = by_shape[key]
+    return out
+
+
 @dataclass
 class CostTables:
     """The lazily filled table ``f[u, p]`` of unique layers ``u`` over the points of ``space`` (module docstring)."""
@@ -176,6 +197,9 @@ class CostTables:
         self.lb = np.zeros((u, p))
         for k, n in enumerate(self.nests):
             b = any_mapping_bounds(n, self.template, self.space)
+            if self.dataflow != FREE:
+                b["latency"] = np.maximum(b["latency"], dataflow_compute_bound(n, self.template, self.space,
+                                                                               self.dataflow))
             self.lb[k] = b["latency"] if self.metric == "latency" else (
                 b["energy"] if self.metric == "energy" else b["latency"] * b["energy"])
         self.ub = np.full((u, p), math.inf)
@@ -259,8 +283,8 @@ class CostTables:
         self.lb[u, below] = np.maximum(self.lb[u, below], res.bound)
         if res.mapping is not None:
             r, c, l1, l2 = res.usage
-            same_kind = (a["rows"] == 1) == (self.space.points[p].rows == 1)
-            valid = same_kind & (a["rows"] >= r) & (a["cols"] >= c) & (a["l1"] >= l1) & (a["l2"] >= l2)
+            valid = (self.space.same_structure(p) & (a["rows"] >= r) & (a["cols"] >= c) & (a["l1"] >= l1)
+                     & (a["l2"] >= l2))
             better = valid & (value < self.ub[u])
             self.ub[u, better] = value
             for q in np.flatnonzero(better):
