@@ -344,7 +344,7 @@ def confuciux(out_dir: str, models: str, objectives: str, constraints: str | Non
 @click.option("--methods", help="Comma-separated subset of: exact, digamma, mapping-opt-buffer, mapping-opt-medium, "
               "mapping-opt-compute, hw-opt-dla, hw-opt-shi, hw-opt-eye (default all).")
 @click.option("--full", is_flag=True, help="The seed's sample budget: 40K for DiGamma and for Mapping-opt's GAMMA "
-              "(default: 2000 / 500).")
+              "(default: 10,000 / 500).")
 @click.option("--samples", type=click.IntRange(min=1), help="DiGamma's samples; overrides the scale.")
 @click.option("--mapping-samples", type=click.IntRange(min=1), help="Mapping-opt's mappings per layer; overrides the "
               "scale.")

@@ -57,7 +57,7 @@ HW_OPT: tuple[tuple[str, str], ...] = (("nvdla", "dla"), ("shidiannao", "shi"), 
 MAPPING_OPT: tuple[str, ...] = ("buffer", "medium", "compute")
 METHODS: tuple[str, ...] = ("exact", "digamma", *(f"mapping-opt-{d}" for d in MAPPING_OPT),
                             *(f"hw-opt-{s}" for _, s in HW_OPT))
-QUICK = {"samples": 2000, "mapping_samples": 500}
+QUICK = {"samples": 10_000, "mapping_samples": 500}
 FULL = {"samples": 40_000, "mapping_samples": 40_000}
 
 # Seed 001 Fig. 6.7: latency normalised to Compute-focused + Gamma, per platform and model:
@@ -145,7 +145,7 @@ def run_digamma(
 ) -> DigammaReport:
     """Run every (model, platform) case (module docstring) and write the tables and figure into ``out_dir``.
 
-    ``samples``: DiGamma's budget (default 2000; 40K with ``full``); ``mapping_samples``: GAMMA's mappings per layer
+    ``samples``: DiGamma's budget (default 10,000; 40K with ``full``); ``mapping_samples``: GAMMA's mappings per layer
     in Mapping-opt (500; 40K with ``full``); ``time_limit``: seconds for each exact solve (free and HW-opt);
     ``entry_time_limit``: seconds per mapping MILP."""
     from dlaopt.formulations.base import HeuristicFailure

@@ -6,6 +6,7 @@
   exits at once instead of solving on for nobody. When the ``with`` block is left by an exception (Ctrl-C, SIGTERM,
   a failure), the pending tasks are cancelled and the workers killed; a plain ``shutdown`` would wait for the
   running tasks.
+* :func:`map_until` — a function over many arguments in such workers, answers in order, cut off at a deadline.
 * :func:`dask_setup` — the same for Dask workers: the local cluster of ``dlaopt sweep`` preloads this module
   (``preload=["dlaopt.solvers.processes"]``), so each worker process dies with the process that started it.
 * :class:`Deadline` — a total time limit on a monotonic clock: each piece of work gets ``min(its own limit, the
@@ -29,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from typing import Any
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -115,6 +116,36 @@ def worker_pool(max_workers: int, initializer: Callable[..., Any] | None = None,
         kill_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+DONE, RUNNING, NOT_STARTED = "done", "running", "not_started"
+
+
+def map_until(fn: Callable[..., Any], args: list[tuple], workers: int, deadline: float | None = None,
+              grace: float = 1.0) -> tuple[list[Any], list[str]]:
+    """``fn(*a)`` for every ``a`` in :func:`process_pool` workers, answers in order. With a ``deadline``
+    (``time.monotonic()``), an answer not in by ``deadline + grace`` is ``None`` and the pool is killed; the second
+    list says, per item, :data:`DONE`, :data:`RUNNING` (handed to a worker, not answered) or :data:`NOT_STARTED`.
+    The first exception a task raises is raised here (the workers killed); so is an interruption."""
+    pool = process_pool(max(1, min(workers, len(args))))
+    try:
+        futures = [pool.submit(fn, *a) for a in args]
+        timeout = None if deadline is None else max(0.0, deadline + grace - time.monotonic())
+        done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f in done and f.exception() is not None), None)
+        if failed is not None:
+            raise failed.exception()  # type: ignore[misc]
+    except BaseException:
+        kill_pool(pool)
+        raise
+    running = {f for f in pending if f.running()}
+    if pending:
+        kill_pool(pool)
+    else:
+        pool.shutdown(wait=True)
+    results = [f.result() if f in done else None for f in futures]
+    states = [DONE if f in done else RUNNING if f in running else NOT_STARTED for f in futures]
+    return results, states
 
 
 def dask_setup(worker: Any = None) -> None:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +51,7 @@ from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.heuristics import dataflow, dataflow_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
-from dlaopt.solvers.processes import kill_pool, process_pool
+from dlaopt.solvers.processes import map_until
 from dlaopt.solvers.result import SolveOptions, Status
 
 FREE = "free"
@@ -251,22 +250,7 @@ class CostTables:
                 self.entry_time_limit, warm)
 
     def _run_parallel(self, todo: list[tuple[int, int]], deadline: float | None) -> list[EntryResult | None]:
-        pool = process_pool(min(self.workers, len(todo)))
-        try:
-            futures = [pool.submit(compute_entry, *self._args(u, p)) for u, p in todo]
-            timeout = None if deadline is None else max(0.0, deadline + 1.0 - time.monotonic())
-            done, pending = wait(futures, timeout=timeout)
-            failed = next((f for f in futures if f in done and f.exception() is not None), None)
-            if failed is not None:
-                raise failed.exception()  # type: ignore[misc]
-        except BaseException:
-            kill_pool(pool)
-            raise
-        if pending:
-            kill_pool(pool)
-        else:
-            pool.shutdown(wait=True)
-        return [f.result() if f in done else None for f in futures]
+        return map_until(compute_entry, [self._args(u, p) for u, p in todo], self.workers, deadline)[0]
 
     def _record(self, u: int, p: int, res: EntryResult) -> None:
         self.results[u, p] = res

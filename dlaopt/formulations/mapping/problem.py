@@ -19,7 +19,6 @@ import os
 import time
 from collections.abc import Callable
 from collections.abc import Mapping as MappingABC
-from concurrent.futures import FIRST_EXCEPTION, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
 from dlaopt.formulations.mapping.loopnest import LoopNest, mappable_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.formulations.mapping.space import ArchChoice, LayerSpace
-from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, kill_pool, process_pool
+from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, RUNNING, map_until
 from dlaopt.solvers.result import SolveOptions, Status, TracePoint
 from dlaopt.specs import mapping as opts
 from dlaopt.specs.constraints import Constraint, KeyPath, selected
@@ -126,26 +125,10 @@ def _map_layers(data: MappingData, fn: Callable[..., Any], args: list[tuple],
         if reasons is not None:
             reasons[:] = ["" if r is not None else NOT_STARTED_MESSAGE for r in out]
         return out
-    pool = process_pool(workers)
-    try:
-        futures = [pool.submit(fn, *a) for a in args]
-        timeout = None if deadline is None else max(0.0, deadline + DEADLINE_GRACE_S - time.monotonic())
-        done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
-        failed = next((f for f in futures if f in done and f.exception() is not None), None)
-        if failed is not None:
-            raise failed.exception()  # type: ignore[misc]
-    except BaseException:
-        kill_pool(pool)
-        raise
-    running = {f for f in pending if f.running()}  # handed to a worker (or its queue) but not answered
-    if pending:
-        kill_pool(pool)
-    else:
-        pool.shutdown(wait=True)
-    out = [f.result() if f in done else None for f in futures]
+    out, states = map_until(fn, args, workers, deadline, DEADLINE_GRACE_S)
     if reasons is not None:
-        reasons[:] = ["" if r is not None else NOT_FINISHED_MESSAGE if f in running else NOT_STARTED_MESSAGE
-                      for f, r in zip(futures, out, strict=True)]
+        reasons[:] = ["" if r is not None else NOT_FINISHED_MESSAGE if st == RUNNING else NOT_STARTED_MESSAGE
+                      for r, st in zip(out, states, strict=True)]
     return out
 
 
