@@ -252,6 +252,14 @@ def fmt_number(v: Any) -> str:
     return f"{f:,.1f}" if abs(f) >= 1000 else f"{f:.4g}"
 
 
+def sci_text(v: float | None, digits: int = 3) -> str:
+    """A figure for a report table: ``—`` when missing or not finite, ``digits`` significant digits below 10^4, else
+    the seeds' notation (``2.166E+6``)."""
+    if v is None or not math.isfinite(v):
+        return "—"
+    return f"{v:.{digits}g}" if abs(v) < 1e4 else f"{v:.3e}".replace("e+0", "E+").replace("e+", "E+")
+
+
 def fmt_gap(g: Any) -> str:
     if g is None:
         return "-"

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from dlaopt.errors import InputError
-from dlaopt.results import environment, environment_markdown, md_table
+from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
 MODELS: tuple[str, ...] = ("mobilenet-v2", "mnasnet", "resnet50", "ncf")
 MODEL_LABEL: dict[str, str] = {"mobilenet-v2": "MbnetV2", "mnasnet": "MnasNet", "resnet50": "ResNet50",
@@ -371,9 +371,7 @@ def pick_case(cases: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ report
 def _num(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "—"
-    return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.3e}".replace("e+0", "E+").replace("e+", "E+")
+    return sci_text(v, 3)
 
 
 def _pct(v: float | None) -> str:

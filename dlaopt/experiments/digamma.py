@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dlaopt.errors import InputError
-from dlaopt.results import environment, environment_markdown, md_table
+from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
 KiB, MiB = 1 << 10, 1 << 20
 MODELS: tuple[str, ...] = ("resnet18", "resnet50", "mobilenet-v2", "mnasnet", "bert-base", "ncf", "dlrm")
@@ -258,9 +258,7 @@ def run_digamma(
 
 # ------------------------------------------------------------------------------------------------ report
 def _num(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "—"
-    return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.3e}".replace("e+0", "E+").replace("e+", "E+")
+    return sci_text(v, 4)
 
 
 def _x(v: float | None) -> str:
