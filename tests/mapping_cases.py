@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, Level, MappingArch, Store, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import CostReport
@@ -173,3 +174,49 @@ def assert_same(report: CostReport, sim: SimResult, context: str = "") -> None:
     assert sim.macs == report.macs == sim.distinct_iterations, context
     assert sim.temporal_steps == report.compute_cycles, context
     assert sim.mac_units == report.spatial_used, context
+
+
+def small_hardware_doc(name: str = "small", *, dram_bytes_per_cycle: float = 4,
+                       rf_write_bytes_per_cycle: float | None = None) -> dict[str, Any]:
+    """The instance document of a 2x2-PE accelerator: DRAM, a 256-byte shared buffer (glb) and a 24-byte register
+    file per PE (rf)."""
+    rf: dict[str, Any] = {"name": "rf", "kind": "register", "capacity_bytes": 24, "instances": 4,
+                          "bandwidth_bytes_per_cycle": 8, "read_energy_pj_per_byte": 0.5,
+                          "write_energy_pj_per_byte": 0.5, "network_energy_pj_per_byte": 1}
+    if rf_write_bytes_per_cycle is not None:
+        rf["write_bandwidth_bytes_per_cycle"] = rf_write_bytes_per_cycle
+    return {
+        "name": name, "clock_mhz": 200, "mac_energy_pj": 1.0, "pe_array": {"axes": [["rows", 2], ["cols", 2]]},
+        "dma": {"bandwidth_bytes_per_cycle": dram_bytes_per_cycle},
+        "memories": [
+            {"name": "dram", "kind": "dram", "bandwidth_bytes_per_cycle": dram_bytes_per_cycle,
+             "read_energy_pj_per_byte": 100, "write_energy_pj_per_byte": 100},
+            {"name": "glb", "kind": "buffer", "capacity_bytes": 256, "bandwidth_bytes_per_cycle": 16,
+             "read_energy_pj_per_byte": 3, "write_energy_pj_per_byte": 3},
+            rf,
+        ],
+    }
+
+
+def pointwise_workload_doc(name: str, side: int, convs: Sequence[tuple[str, str, str, int, int]]) -> dict[str, Any]:
+    """An inline workload of 1x1 convolutions on ``side x side`` feature maps, batch 1, 1-byte words: each
+    ``(operator, input, output, in channels, out channels)`` reads its input and a weight ``w<k>`` (k from 1). A
+    tensor no operator writes is an input, one no operator reads an output, the rest activations."""
+    written = {c[2] for c in convs}
+    read = {c[1] for c in convs}
+    tensors: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for k, (_, src, dst, cin, cout) in enumerate(convs, start=1):
+        if src not in seen:
+            seen.add(src)
+            tensors.append({"name": src, "shape": [1, cin, side, side],
+                            "role": "activation" if src in written else "input"})
+        tensors.append({"name": f"w{k}", "shape": [cout, cin, 1, 1], "role": "weight"})
+        if dst not in seen:
+            seen.add(dst)
+            tensors.append({"name": dst, "shape": [1, cout, side, side],
+                            "role": "activation" if dst in read else "output"})
+    ops = [{"name": op, "kind": "conv2d", "inputs": [src, f"w{k}"], "outputs": [dst]}
+           for k, (op, src, dst, _, _) in enumerate(convs, start=1)]
+    return {"name": name, "dtype_bytes": 1, "tensors": tensors, "operators": ops}
+

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from cli_helpers import assert_bad_input, run_dlaopt
 from click.testing import CliRunner
+from mapping_cases import pointwise_workload_doc, small_hardware_doc
 
 from dlaopt import harness
 from dlaopt.cli import cli
@@ -43,36 +44,10 @@ DET = SolveOptions(threads=1, deterministic=True, seed=0)
 HAS_DIGAMMA = importlib.util.find_spec("dlaopt.formulations.codesign.digamma") is not None
 
 # DRAM + one shared buffer (glb, the L2) + a register file per PE (rf, the L1)
-HARDWARE: dict[str, Any] = {
-    "name": "tmpl", "clock_mhz": 200, "mac_energy_pj": 1.0, "pe_array": {"axes": [["rows", 2], ["cols", 2]]},
-    "dma": {"bandwidth_bytes_per_cycle": 16},
-    "memories": [
-        {"name": "dram", "kind": "dram", "bandwidth_bytes_per_cycle": 16, "read_energy_pj_per_byte": 100,
-         "write_energy_pj_per_byte": 100},
-        {"name": "glb", "kind": "buffer", "capacity_bytes": 256, "bandwidth_bytes_per_cycle": 16,
-         "read_energy_pj_per_byte": 3, "write_energy_pj_per_byte": 3},
-        {"name": "rf", "kind": "register", "capacity_bytes": 24, "instances": 4, "bandwidth_bytes_per_cycle": 8,
-         "read_energy_pj_per_byte": 0.5, "write_energy_pj_per_byte": 0.5, "network_energy_pj_per_byte": 1},
-    ],
-}
+HARDWARE: dict[str, Any] = small_hardware_doc("tmpl", dram_bytes_per_cycle=16)
 # three 1x1 convolutions, c1 and c3 of one shape (solved once), c2 with 6 output channels (3 columns can help it)
-WORKLOAD: dict[str, Any] = {
-    "name": "tiny3", "dtype_bytes": 1,
-    "tensors": [
-        {"name": "x", "shape": [1, 2, 4, 4], "role": "input"},
-        {"name": "w1", "shape": [4, 2, 1, 1], "role": "weight"},
-        {"name": "a", "shape": [1, 4, 4, 4], "role": "activation"},
-        {"name": "w2", "shape": [6, 4, 1, 1], "role": "weight"},
-        {"name": "b", "shape": [1, 6, 4, 4], "role": "output"},
-        {"name": "w3", "shape": [4, 2, 1, 1], "role": "weight"},
-        {"name": "y", "shape": [1, 4, 4, 4], "role": "output"},
-    ],
-    "operators": [
-        {"name": "c1", "kind": "conv2d", "inputs": ["x", "w1"], "outputs": ["a"]},
-        {"name": "c2", "kind": "conv2d", "inputs": ["a", "w2"], "outputs": ["b"]},
-        {"name": "c3", "kind": "conv2d", "inputs": ["x", "w3"], "outputs": ["y"]},
-    ],
-}
+WORKLOAD: dict[str, Any] = pointwise_workload_doc("tiny3", 4, [("c1", "x", "a", 2, 4), ("c2", "a", "b", 4, 6),
+                                                                ("c3", "x", "y", 2, 4)])
 GRID: dict[str, list[int]] = {"rows": [1, 2], "cols": [2, 3], "l1_bytes": [8, 32], "l2_bytes": [0, 128]}
 LAYERS = ("c1", "c2", "c3")
 
@@ -260,20 +235,7 @@ def test_budgets_bind_in_the_cases() -> None:
 
 
 # two convolutions small enough to enumerate every mapping on every grid point
-PAIR: dict[str, Any] = {
-    "name": "pair", "dtype_bytes": 1,
-    "tensors": [
-        {"name": "x", "shape": [1, 2, 2, 2], "role": "input"},
-        {"name": "w1", "shape": [3, 2, 1, 1], "role": "weight"},
-        {"name": "a", "shape": [1, 3, 2, 2], "role": "activation"},
-        {"name": "w2", "shape": [2, 3, 1, 1], "role": "weight"},
-        {"name": "y", "shape": [1, 2, 2, 2], "role": "output"},
-    ],
-    "operators": [
-        {"name": "d1", "kind": "conv2d", "inputs": ["x", "w1"], "outputs": ["a"]},
-        {"name": "d2", "kind": "conv2d", "inputs": ["a", "w2"], "outputs": ["y"]},
-    ],
-}
+PAIR: dict[str, Any] = pointwise_workload_doc("pair", 2, [("d1", "x", "a", 2, 3), ("d2", "a", "y", 3, 2)])
 
 
 def pair_doc(**kw: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from cli_helpers import assert_bad_input, run_dlaopt, solve_and_verify
+from mapping_cases import small_hardware_doc
 
 from dlaopt import harness
 from dlaopt.errors import InputError
@@ -43,19 +44,7 @@ SLOTS = ["T0", "S1:rows", "S1:cols", "T1", "T2"]  # rf loops, the PE array's row
 T_RF, ROWS, COLS, T_GLB, T_DRAM = range(5)
 LEVEL = {"rf": 0, "glb": 1, "dram": 2}
 
-HARDWARE: dict[str, Any] = {
-    "name": "small", "clock_mhz": 200, "mac_energy_pj": 1.0, "pe_array": {"axes": [["rows", 2], ["cols", 2]]},
-    "dma": {"bandwidth_bytes_per_cycle": 4},
-    "memories": [
-        {"name": "dram", "kind": "dram", "bandwidth_bytes_per_cycle": 4, "read_energy_pj_per_byte": 100,
-         "write_energy_pj_per_byte": 100},
-        {"name": "glb", "kind": "buffer", "capacity_bytes": 256, "bandwidth_bytes_per_cycle": 16,
-         "read_energy_pj_per_byte": 3, "write_energy_pj_per_byte": 3},
-        {"name": "rf", "kind": "register", "capacity_bytes": 24, "instances": 4, "bandwidth_bytes_per_cycle": 8,
-         "write_bandwidth_bytes_per_cycle": 4, "read_energy_pj_per_byte": 0.5, "write_energy_pj_per_byte": 0.5,
-         "network_energy_pj_per_byte": 1},
-    ],
-}
+HARDWARE: dict[str, Any] = small_hardware_doc("small", rf_write_bytes_per_cycle=4)
 
 
 def conv_op(name: str, x: str, w: str, y: str) -> dict[str, Any]:

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from dlaopt.formulations.codesign.levels import PLATFORM_FRACTION
 from dlaopt.hardware import PRESETS
 from dlaopt.hardware.area import (
-    CONFUCIUX_CONSTRAINT_FRACTIONS,
     DIGAMMA_BUDGETS_MM2,
     TECHNOLOGIES,
     Technology,
@@ -49,7 +49,6 @@ def test_table_is_the_documented_one() -> None:
     assert (t.mac_um2, t.mac_mw, t.l1_block_um2, t.l1_block_mw) == (MAC_UM2, MAC_MW, SRAM_UM2_PER_B, SRAM_MW_PER_B)
     assert t.l1_block_bytes == t.l2_block_bytes == 1
     assert dict(DIGAMMA_BUDGETS_MM2) == {"edge": 0.2, "cloud": 7.0}
-    assert dict(CONFUCIUX_CONSTRAINT_FRACTIONS) == {"unlimited": 1.0, "cloud": 0.5, "iot": 0.1, "iotx": 0.05}
 
 
 def test_design_area_by_hand() -> None:
@@ -180,7 +179,7 @@ def test_confuciux_constraints_are_fractions_of_the_largest_point() -> None:
     # Table 8.1's largest action pair (128 PEs, 129-element L1) for a 52-layer model deployed layer-pipelined:
     # C_max is the sum of 52 such sub-accelerators; IoT is 10 % of it.
     c_max = 52 * design_area_mm2(128, 129, 0)
-    iot = CONFUCIUX_CONSTRAINT_FRACTIONS["iot"] * c_max
+    iot = PLATFORM_FRACTION["iot"] * c_max
     assert iot == pytest.approx(0.1 * 52 * 128 * (MAC_UM2 + 129 * SRAM_UM2_PER_B) / 1e6)
     # a uniform assignment at the smallest levels (1 PE, 19 elements) fits; the largest does not
     assert 52 * design_area_mm2(1, 19, 0) <= iot < 52 * design_area_mm2(128, 129, 0)

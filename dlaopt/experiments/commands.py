@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 
 def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _progress(quiet: bool) -> Callable[[str], None] | None:
+    """Progress lines on stderr, unless the output is JSON."""
+    return None if quiet else (lambda s: click.echo(s, err=True))
+
+
+def _print_json(as_json: bool, data: Any) -> bool:
+    """Print ``data`` as JSON on stdout when asked; whether it did."""
+    if as_json:
+        json.dump(data, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    return as_json
 
 
 @click.command("thesis-sweep")
@@ -43,10 +58,8 @@ def thesis_sweep(out_dir: str, networks: str | None, sizes: str | None, methods:
         raise InputError(f"sizes must be integers, got '{sizes}'", path=("--sizes",)) from None
     report = run_thesis_sweep(out_dir, networks=nets, sizes_kb=kbs, methods=_csv(methods) or SWEEP_METHODS,
                               time_limit=time_limit, oversize=oversize, threads=threads, node_limit=node_limit,
-                              progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump(report.rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+                              progress=_progress(as_json))
+    if _print_json(as_json, report.rows):
         return
     click.echo(report.table_markdown)
     click.echo(f"rows: {report.csv_path}\ntable: {report.table_path}\nplot: {report.plot_path}")
@@ -58,10 +71,8 @@ def pinning_benchmark(as_json: bool) -> None:
     """ResNet-50 (3x256 KB, proven optimum) and BERT-base (12 layers, seq 128, 1 % gap in 60 s): the figures."""
     from dlaopt.experiments.pinning import run_pinning_benchmark
 
-    rows = run_pinning_benchmark(progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump(rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+    rows = run_pinning_benchmark(progress=_progress(as_json))
+    if _print_json(as_json, rows):
         return
     for r in rows:
         click.echo(f"\n{r['benchmark']}")
@@ -101,10 +112,8 @@ def mapping_benchmark(out_dir: str, network: str, presets: str, objective: str, 
             raise InputError(f"unknown method '{m}'", path=("--methods",), expected="one of: " + ", ".join(METHODS))
     report = run_mapping_benchmark(out_dir, network=network, presets=preset_list, objective=objective,
                                    methods=chosen, time_limit=time_limit, seed=seed, workers=workers, layers=layers,
-                                   progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump({"rows": report["rows"], "summary": report["summary"]}, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+                                   progress=_progress(as_json))
+    if _print_json(as_json, {"rows": report["rows"], "summary": report["summary"]}):
         return
     click.echo(report["table"])
     click.echo(f"rows: {report['csv']}\ntable: {report['markdown']}")
@@ -135,11 +144,8 @@ def zigzag_compare(zigzag_python: str | None, setup_dir: str | None, out_dir: st
         raise InputError("--layers must be at least 1", path=("--layers",))
     report = run_zigzag_compare(out_dir, zigzag_python=zigzag_python, setup=setup_dir, objectives=objs,
                                 layers=layers, time_limit=time_limit,
-                                progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump({"rows": report["rows"], "summary": report["summary"], "meta": report["meta"]}, sys.stdout,
-                  indent=1, default=str)
-        sys.stdout.write("\n")
+                                progress=_progress(as_json))
+    if _print_json(as_json, {"rows": report["rows"], "summary": report["summary"], "meta": report["meta"]}):
         return
     click.echo(report["table"])
     click.echo(f"rows: {report['csv']}\ntable: {report['markdown']}\ndetails: {report['json']}")
@@ -153,9 +159,7 @@ def deepopt_reproduce(as_json: bool) -> None:
     from dlaopt.experiments.deepopt import reproduce
 
     text, rows = reproduce()
-    if as_json:
-        json.dump(rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+    if _print_json(as_json, rows):
         return
     click.echo(text)
 
@@ -173,9 +177,7 @@ def deepopt_benchmark(network: str, as_json: bool) -> None:
     if network not in NETWORKS:
         raise InputError(f"unknown network '{network}'", path=("--network",), expected=", ".join(NETWORKS))
     rows = codesign_benchmark(network)
-    if as_json:
-        json.dump(rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+    if _print_json(as_json, rows):
         return
     click.echo(benchmark_markdown(rows))
 
@@ -211,10 +213,8 @@ def magma_benchmark(out_dir: str, tasks: str, platforms: str, bandwidths: str, g
         raise InputError(f"bandwidths must be numbers (GB/s), got {bandwidths!r}", path=("--bandwidths",)) from None
     report = run_benchmark(out_dir, tasks=task_list, platforms=plats, bandwidths=bws, group_size=group_size,
                            seed=seed, cache_dir=cache_dir,
-                           progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump(report["rows"], sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+                           progress=_progress(as_json))
+    if _print_json(as_json, report["rows"]):
         return
     click.echo(report["table"])
 
@@ -236,9 +236,7 @@ def bankmap_benchmark(banks: int, bank_kb: str, offchip_weight: float, as_json: 
         raise InputError(f"bank sizes must be numbers (KB), got {bank_kb!r}", path=("--bank-kb",)) from None
     rows = mapping_rows(banks=banks, bank_kbs=kbs, offchip_weight=offchip_weight)
     dme = dme_summary()
-    if as_json:
-        json.dump({"mapping": rows, "dme": dme}, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+    if _print_json(as_json, {"mapping": rows, "dme": dme}):
         return
     click.echo(report_markdown(rows, dme))
 
@@ -255,11 +253,8 @@ def compile_benchmark(out_dir: str, time_limit: float, threads: int | None, as_j
     from dlaopt.experiments.compile import run_compile_benchmark, stage_rows
 
     report, text = run_compile_benchmark(out_dir, time_limit=time_limit, threads=threads,
-                                         progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump({"stages": stage_rows(report), "end_to_end": report.end_to_end}, sys.stdout, indent=1,
-                  default=str)
-        sys.stdout.write("\n")
+                                         progress=_progress(as_json))
+    if _print_json(as_json, {"stages": stage_rows(report), "end_to_end": report.end_to_end}):
         return
     click.echo(text)
     click.echo(f"report: {out_dir}/report.md")
@@ -289,11 +284,8 @@ def flexion(out_dir: str, studies: str, objectives: str, layers: str | None, net
 
     report = run_flexion(out_dir, studies=_csv(studies) or [], objectives=_csv(objectives) or [],
                          layers=_csv(layers), network=network, time_limit=time_limit, workers=workers, quick=quick,
-                         resume=resume, progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump({"rows": report.rows, "spaces": report.spaces, "summary": report.summary}, sys.stdout, indent=1,
-                  default=str)
-        sys.stdout.write("\n")
+                         resume=resume, progress=_progress(as_json))
+    if _print_json(as_json, {"rows": report.rows, "spaces": report.spaces, "summary": report.summary}):
         return
     click.echo(report.table)
     click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
@@ -325,10 +317,8 @@ def confuciux(out_dir: str, models: str, objectives: str, constraints: str | Non
     report = run_confuciux(out_dir, models=_csv(models) or [], objectives=_csv(objectives) or [],
                            constraints=parse_constraints(_csv(constraints)), full=full, epochs=epochs,
                            generations=generations, seed=seed, workers=workers, verify=not no_verify,
-                           progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump(report.rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+                           progress=_progress(as_json))
+    if _print_json(as_json, report.rows):
         return
     click.echo(report.table)
     click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
@@ -365,10 +355,8 @@ def digamma(out_dir: str, models: str, platforms: str, methods: str | None, full
     report = run_digamma(out_dir, models=_csv(models) or [], platforms=_csv(platforms) or [],
                          methods=_csv(methods) or METHODS, full=full, samples=samples,
                          mapping_samples=mapping_samples, time_limit=time_limit, entry_time_limit=entry_time_limit,
-                         seed=seed, workers=workers, progress=None if as_json else (lambda s: click.echo(s, err=True)))
-    if as_json:
-        json.dump(report.rows, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+                         seed=seed, workers=workers, progress=_progress(as_json))
+    if _print_json(as_json, report.rows):
         return
     click.echo(report.table)
     click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from dlaopt.errors import InputError
+from dlaopt.experiments.scale import experiment_scale
 from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
 MODELS: tuple[str, ...] = ("mobilenet-v2", "mnasnet", "resnet50", "ncf")
@@ -237,13 +238,7 @@ def run_confuciux(
     from dlaopt.io.instance import instance_from_dict
 
     _validate(models, objectives, constraints)
-    scale = dict(FULL if full else QUICK)
-    if epochs is not None:
-        scale["epochs"] = epochs
-    if generations is not None:
-        scale["generations"] = generations
-    if scale["epochs"] < 1 or scale["generations"] < 1:
-        raise InputError("epochs and generations must be positive", path=("--epochs",), expected="integers >= 1")
+    scale = experiment_scale(QUICK, FULL, full, epochs=epochs, generations=generations)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pb = CodesignProblem()

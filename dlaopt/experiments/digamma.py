@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from dlaopt.errors import InputError
+from dlaopt.experiments.scale import experiment_scale
+from dlaopt.hardware.area import DIGAMMA_BUDGETS_MM2, max_pes_within
 from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -46,12 +48,14 @@ QUICK_MODELS: tuple[str, ...] = ("mobilenet-v2", "ncf")
 MODEL_LABEL: dict[str, str] = {"resnet18": "Resnet18", "resnet50": "Resnet50", "mobilenet-v2": "Mbnet-V2",
                                "mnasnet": "Mnasnet", "bert-base": "BERT", "ncf": "NCF", "dlrm": "DLRM"}
 PLATFORMS: dict[str, dict[str, Any]] = {
-    "edge": {"preset": "gamma-edge", "area_mm2": 0.2,
+    "edge": {"preset": "gamma-edge", "area_mm2": DIGAMMA_BUDGETS_MM2["edge"],
              "grid": {"rows": [4, 8, 16, 32], "cols": [4, 8, 16, 32], "l1_bytes": [64, 256, 1024],
-                      "l2_bytes": [64 * KiB, 256 * KiB, 1 * MiB], "max_pes": 706}},
-    "cloud": {"preset": "gamma-cloud", "area_mm2": 7.0,
+                      "l2_bytes": [64 * KiB, 256 * KiB, 1 * MiB],
+                      "max_pes": max_pes_within(DIGAMMA_BUDGETS_MM2["edge"], 0)}},
+    "cloud": {"preset": "gamma-cloud", "area_mm2": DIGAMMA_BUDGETS_MM2["cloud"],
               "grid": {"rows": [16, 32, 64, 128], "cols": [16, 32, 64, 128, 256], "l1_bytes": [64, 256, 1024],
-                       "l2_bytes": [1 * MiB, 4 * MiB, 16 * MiB], "max_pes": 24_734}},
+                       "l2_bytes": [1 * MiB, 4 * MiB, 16 * MiB],
+                       "max_pes": max_pes_within(DIGAMMA_BUDGETS_MM2["cloud"], 0)}},
 }
 HW_OPT: tuple[tuple[str, str], ...] = (("nvdla", "dla"), ("shidiannao", "shi"), ("eyeriss", "eye"))
 MAPPING_OPT: tuple[str, ...] = ("buffer", "medium", "compute")
@@ -161,13 +165,7 @@ def run_digamma(
     for m in methods:
         if m not in METHODS:
             raise InputError(f"unknown method '{m}'", path=("--methods",), expected="one of: " + ", ".join(METHODS))
-    scale = dict(FULL if full else QUICK)
-    if samples is not None:
-        scale["samples"] = samples
-    if mapping_samples is not None:
-        scale["mapping_samples"] = mapping_samples
-    if scale["samples"] < 1 or scale["mapping_samples"] < 1:
-        raise InputError("sample budgets must be positive", path=("--samples",), expected="integers >= 1")
+    scale = experiment_scale(QUICK, FULL, full, samples=samples, mapping_samples=mapping_samples)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pb = CodesignProblem()

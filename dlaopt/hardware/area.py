@@ -30,11 +30,11 @@ All figures live in one table, :data:`TECHNOLOGIES` (µm² and mW); sources:
     1.2223 mW; L1 SRAM in 64-byte blocks of 4505.1889 µm², 0.2208 mW; L2 SRAM in 32 KiB blocks of 4161.536 µm²,
     4 mW; the same NoC figures. Kept for comparison only: its L2 is about 550× denser per byte than its L1.
 
-Budgets from the seed, also here: DiGamma's chip-area budgets for PEs plus on-chip buffers, 0.2 mm² (edge) and
-7.0 mm² (cloud) (§6.3.1), and ConfuciuX's platform constraints as fractions of the maximum consumption
-``C_max`` (Table 8.2: cloud 50 %, IoT 10 %, IoTx 5 %), where ``C_max`` is the area or power of the whole model at
-the largest action pair. Power is MAESTRO's design-point power: a sum of per-component figures with every
-component active, independent of the layer's utilisation — the figure ConfuciuX's power constraint budgets.
+DiGamma's chip-area budgets for PEs plus on-chip buffers are here too, 0.2 mm² (edge) and 7.0 mm² (cloud)
+(§6.3.1); ConfuciuX's platform constraints, fractions of the maximum consumption (Table 8.2), are with its design
+levels in :mod:`dlaopt.formulations.codesign.levels`. Power is MAESTRO's design-point power: a sum of
+per-component figures with every component active, independent of the layer's utilisation — the figure ConfuciuX's
+power constraint budgets.
 
 Deliberate departures from MAESTRO: a buffer of 0 bytes costs nothing (MAESTRO charges one block), and the NoC is
 left out of the totals unless asked for, since the seed's DiGamma budget covers PEs and buffers only (§6.1.2,
@@ -56,9 +56,6 @@ UM2_PER_MM2 = 1e6
 
 # DiGamma's chip-area budgets for PEs plus L1 and L2 (seed §6.3.1), mm².
 DIGAMMA_BUDGETS_MM2: Mapping[str, float] = MappingProxyType({"edge": 0.2, "cloud": 7.0})
-# ConfuciuX's platform constraints (seed Table 8.2) as fractions of the maximum area or power.
-CONFUCIUX_CONSTRAINT_FRACTIONS: Mapping[str, float] = MappingProxyType(
-    {"unlimited": 1.0, "cloud": 0.5, "iot": 0.1, "iotx": 0.05})
 
 
 @dataclass(frozen=True)
@@ -96,22 +93,28 @@ class Technology:
             raise ValueError(f"technology '{self.name}': SRAM block sizes must be positive")
 
 
+# MAESTRO's NoC figures (bus and matrix arbiter units, scaling coefficients; DSE_cost-database.hpp and
+# DSE_scaling-coefficients.hpp, "based on 28nm technology"): the same in both releases
+_MAESTRO_NOC: dict[str, float] = {
+    "bus_unit_um2": 101.7938, "bus_unit_mw": 0.8, "bus_c1": 14.662, "bus_c0": 28.895,
+    "arbiter_unit_um2": 395.473, "arbiter_unit_mw": 0.34, "arbiter_c2": 1.2886, "arbiter_c1": 5.5814,
+    "arbiter_c0": -23.711,
+}
+
 TECHNOLOGIES: Mapping[str, Technology] = MappingProxyType({
     "maestro-dse": Technology(
         name="maestro-dse", node="15 nm-class (seed's DiGamma flow; the source names no node)",
         mac_um2=283.0, mac_mw=1.2223,
         l1_block_bytes=1, l1_block_um2=0.104, l1_block_mw=0.00345,
         l2_block_bytes=1, l2_block_um2=0.104, l2_block_mw=0.00345,
-        bus_unit_um2=101.7938, bus_unit_mw=0.8, bus_c1=14.662, bus_c0=28.895,
-        arbiter_unit_um2=395.473, arbiter_unit_mw=0.34, arbiter_c2=1.2886, arbiter_c1=5.5814, arbiter_c0=-23.711,
+        **_MAESTRO_NOC,
         source="MAESTRO DSE cost database (maintained release), after Dally, Turakhia and Han, CACM 2020"),
     "maestro-2019": Technology(
         name="maestro-2019", node="28 nm",
         mac_um2=4470.9014, mac_mw=1.2223,
         l1_block_bytes=64, l1_block_um2=4505.1889, l1_block_mw=0.2208,
         l2_block_bytes=32768, l2_block_um2=4161.536, l2_block_mw=4.0,
-        bus_unit_um2=101.7938, bus_unit_mw=0.8, bus_c1=14.662, bus_c0=28.895,
-        arbiter_unit_um2=395.473, arbiter_unit_mw=0.34, arbiter_c2=1.2886, arbiter_c1=5.5814, arbiter_c0=-23.711,
+        **_MAESTRO_NOC,
         source="MAESTRO DSE cost database (2019 release)"),
 })
 DEFAULT_TECHNOLOGY = "maestro-dse"

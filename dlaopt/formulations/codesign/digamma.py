@@ -464,14 +464,36 @@ def _check_budget(samples: int, population: int | None = None) -> None:
         raise ValueError(f"the population needs at least two individuals, got {population}")
 
 
-def _failure(method: str, samples: int, reasons: dict[str, int]) -> HeuristicFailure:
-    why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1])) or "no sample evaluated"
-    return HeuristicFailure(f"{method} found no valid design in {samples} samples ({why})")
+@dataclass
+class _Tally:
+    """The samples a search evaluated: how many, the best valid design and when it improved, and why the invalid
+    ones were invalid."""
+
+    used: int = 0
+    best: _Design | None = None
+    trace: list[tuple[int, float]] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def record(self, d: _Design) -> _Design:
+        self.used += 1
+        if d.valid and (self.best is None or d.value < self.best.value):
+            self.best = d
+            self.trace.append((self.used, d.value))
+        elif not d.valid:
+            self.reasons[d.reason] = self.reasons.get(d.reason, 0) + 1
+        return d
+
+    def failure(self, method: str) -> HeuristicFailure:
+        why = ", ".join(f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda x: -x[1])) or (
+            "no sample evaluated")
+        return HeuristicFailure(f"{method} found no valid design in {self.used} samples ({why})")
 
 
-def _finish(ev: _Evaluator, best: _Design, method: str, samples: int, trace: list[tuple[int, float]], t0: float,
-            stats: dict[str, Any]) -> SearchOutcome:
-    stats = {**stats, "cost_model_calls": ev.cost_model_calls, "cache_hits": ev.cache_hits}
+def _finish(ev: _Evaluator, tally: _Tally, method: str, t0: float, stats: dict[str, Any]) -> SearchOutcome:
+    best, samples, trace = tally.best, tally.used, tally.trace
+    assert best is not None
+    stats = {**stats, "invalid": dict(tally.reasons), "cost_model_calls": ev.cost_model_calls,
+             "cache_hits": ev.cache_hits}
     sol = ev.solution(best, {"method": method, "samples": samples})
     value = design_value(ev.data, sol)
     if not math.isclose(value, best.value, rel_tol=1e-9, abs_tol=1e-9):
@@ -511,25 +533,14 @@ def digamma(data: CodesignData, *, samples: int = SEED_SAMPLES, population: int 
     ev = _Evaluator(data, rng, rate)
     n_jobs = len(ev.job_nest)
     p_job = min(1.0, 2.0 / n_jobs) if job_rate is None else job_rate
-    used = 0
-    best: _Design | None = None
-    trace: list[tuple[int, float]] = []
-    reasons: dict[str, int] = {}
+    tally = _Tally()
 
     def out_of_time() -> bool:
         return deadline is not None and time.monotonic() >= deadline
 
     def score(ind: _Individual) -> _Design:
-        nonlocal used, best
         results = [ev.decode_job(j, *ind.hw[ev.job_unit[j]], g) for j, g in enumerate(ind.maps)]
-        d = ev.evaluate(ind.hw, results)
-        used += 1
-        if d.valid and (best is None or d.value < best.value):
-            best = d
-            trace.append((used, d.value))
-        elif not d.valid:
-            reasons[d.reason] = reasons.get(d.reason, 0) + 1
-        return d
+        return tally.record(ev.evaluate(ind.hw, results))
 
     def breed(dad: _Individual, mom: _Individual) -> _Individual:
         hw = []
@@ -557,7 +568,7 @@ def digamma(data: CodesignData, *, samples: int = SEED_SAMPLES, population: int 
     num_elites = max(1, int(population * ELITE_RATIO))
     num_parents = max(2, int(population * PARENTS_RATIO))
     generations = 0
-    while used < samples and not out_of_time() and pop:
+    while tally.used < samples and not out_of_time() and pop:
         order, seen = [], set()
         for i in sorted(range(len(pop)), key=lambda i: fit[i].rank()):
             if fit[i].key not in seen:
@@ -570,7 +581,7 @@ def digamma(data: CodesignData, *, samples: int = SEED_SAMPLES, population: int 
         elites, elite_fit = pop[:min(num_elites, valid)], fit[:min(num_elites, valid)]
         children: list[_Individual] = []
         child_fit: list[_Design] = []
-        for _ in range(min(population, samples - used)):
+        for _ in range(min(population, samples - tally.used)):
             if out_of_time():
                 break
             child = breed(rng.choice(parents), rng.choice(parents))
@@ -578,10 +589,9 @@ def digamma(data: CodesignData, *, samples: int = SEED_SAMPLES, population: int 
             child_fit.append(score(child))
         pop, fit = elites + children, elite_fit + child_fit
         generations += 1
-    if best is None:
-        raise _failure("DiGamma", used, reasons)
-    return _finish(ev, best, "digamma", used, trace, t0,
-                   {"population": population, "generations": generations, "invalid": dict(reasons)})
+    if tally.best is None:
+        raise tally.failure("DiGamma")
+    return _finish(ev, tally, "digamma", t0, {"population": population, "generations": generations})
 
 
 # ================================================================================================ random search
@@ -597,26 +607,17 @@ def random_search(data: CodesignData, *, samples: int, seed: int = 0, time_limit
     deadline = None if time_limit is None else time.monotonic() + time_limit
     rng = random.Random(seed)
     ev = _Evaluator(data, rng)
-    best: _Design | None = None
-    trace: list[tuple[int, float]] = []
-    reasons: dict[str, int] = {}
-    used = 0
-    while used < samples and (deadline is None or time.monotonic() < deadline):
+    tally = _Tally()
+    while tally.used < samples and (deadline is None or time.monotonic() < deadline):
         hw = [list(rng.choice(ev.pairs)) for _ in ev.unit_layers]
         results = []
         for j, u in enumerate(ev.job_nest):
             ri, ci = hw[ev.job_unit[j]]
             results.append(ev.job_result(u, ri, ci, sample_mapping(data.nests[u], ev.arch(ri, ci), rng)))
-        d = ev.evaluate(hw, results)
-        used += 1
-        if d.valid and (best is None or d.value < best.value):
-            best = d
-            trace.append((used, d.value))
-        elif not d.valid:
-            reasons[d.reason] = reasons.get(d.reason, 0) + 1
-    if best is None:
-        raise _failure("random search", used, reasons)
-    return _finish(ev, best, "random", used, trace, t0, {"invalid": dict(reasons)})
+        tally.record(ev.evaluate(hw, results))
+    if tally.best is None:
+        raise tally.failure("random search")
+    return _finish(ev, tally, "random", t0, {})
 
 
 # ================================================================================================ Mapping-opt

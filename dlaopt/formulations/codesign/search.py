@@ -111,6 +111,15 @@ def _evaluate(problem: SelectionProblem, choices: np.ndarray) -> tuple[np.ndarra
     return np.where(feasible, value, np.inf), np.where(feasible, 0.0, violation)
 
 
+def _survivors(pop: np.ndarray, vals: np.ndarray, viol: np.ndarray, child: np.ndarray, cv: np.ndarray,
+               cviol: np.ndarray, population: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parents and children together, the best ``population`` of them kept (:func:`_rank`)."""
+    pop = np.concatenate([pop, child])
+    vals, viol = np.concatenate([vals, cv]), np.concatenate([viol, cviol])
+    keep = _rank(vals, viol)[:population]
+    return pop[keep], vals[keep], viol[keep]
+
+
 def _rank(values: np.ndarray, violation: np.ndarray) -> np.ndarray:
     """Indices best first: feasible by value, then infeasible by violation (stable)."""
     return np.lexsort((np.arange(values.size), violation, values))
@@ -230,12 +239,8 @@ def genetic(problem: SelectionProblem, axes: Sequence[int], *, samples: int, pop
         child = flat1.reshape(n, n_genes, len(ax))
         mutate = rng.random(child.shape) < mutation
         child = np.where(mutate, rng.integers(0, sizes, child.shape), child)
-        cv, cviol = evaluate(child)
+        pop, vals, viol = _survivors(pop, vals, viol, child, *evaluate(child), population)
         generations += 1
-        pop = np.concatenate([pop, child])
-        vals, viol = np.concatenate([vals, cv]), np.concatenate([viol, cviol])
-        keep = _rank(vals, viol)[:population]
-        pop, vals, viol = pop[keep], vals[keep], viol[keep]
     return tr.result("ga", {"axes": ax, "population": population, "generations": generations,
                             "mutation": mutation, "crossover": crossover})
 
@@ -321,12 +326,8 @@ def local_ga(problem: SelectionProblem, axes: Sequence[int], start: np.ndarray, 
         n = min(population, limit - tr.samples)
         parents = pop[_tournament(vals, viol, n, rng)]
         child = _local_mutate(_local_crossover(parents, crossover, rng), sizes, mutation, step, rng)
-        cv, cviol = evaluate(child)
+        pop, vals, viol = _survivors(pop, vals, viol, child, *evaluate(child), population)
         done += 1
-        pop = np.concatenate([pop, child])
-        vals, viol = np.concatenate([vals, cv]), np.concatenate([viol, cviol])
-        keep = _rank(vals, viol)[:population]
-        pop, vals, viol = pop[keep], vals[keep], viol[keep]
     return tr.result("local-ga", {"axes": ax, "population": population, "generations": done, "mutation": mutation,
                                   "crossover": crossover, "step": step, "start_value": float(v0[0])})
 
