@@ -19,6 +19,12 @@ def _progress(quiet: bool) -> Callable[[str], None] | None:
     return None if quiet else (lambda s: click.echo(s, err=True))
 
 
+def _echo_report(report: Any) -> None:
+    """The Markdown table, then where the rows, the table and the figure were written."""
+    click.echo(report.table)
+    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+
+
 def _print_json(as_json: bool, data: Any) -> bool:
     """Print ``data`` as JSON on stdout when asked; whether it did."""
     if as_json:
@@ -287,8 +293,7 @@ def flexion(out_dir: str, studies: str, objectives: str, layers: str | None, net
                          resume=resume, progress=_progress(as_json))
     if _print_json(as_json, {"rows": report.rows, "spaces": report.spaces, "summary": report.summary}):
         return
-    click.echo(report.table)
-    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+    _echo_report(report)
 
 
 @click.command("confuciux")
@@ -320,8 +325,7 @@ def confuciux(out_dir: str, models: str, objectives: str, constraints: str | Non
                            progress=_progress(as_json))
     if _print_json(as_json, report.rows):
         return
-    click.echo(report.table)
-    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+    _echo_report(report)
 
 
 @click.command("digamma")
@@ -358,5 +362,4 @@ def digamma(out_dir: str, models: str, platforms: str, methods: str | None, full
                          seed=seed, workers=workers, progress=_progress(as_json))
     if _print_json(as_json, report.rows):
         return
-    click.echo(report.table)
-    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}\nplot: {report.plot_path}")
+    _echo_report(report)

@@ -34,20 +34,17 @@ seed's 5000 epochs (§8.2.1) and 2000 generations (§8.2.5). Outputs: ``confuciu
 from __future__ import annotations
 
 import contextlib
-import csv
 import ctypes
-import json
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dlaopt.errors import InputError
-from dlaopt.experiments.scale import experiment_scale
+from dlaopt.experiments.common import ExperimentReport, check_choices, experiment_scale, write_report
 from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
 MODELS: tuple[str, ...] = ("mobilenet-v2", "mnasnet", "resnet50", "ncf")
@@ -158,14 +155,7 @@ def single_thread_blas() -> Iterator[bool]:
             setter(before)
 
 
-@dataclass
-class ConfuciuxReport:
-    rows: list[dict[str, Any]]
-    csv_path: Path
-    markdown_path: Path
-    plot_path: Path | None
-    table: str
-    summary: dict[str, Any]
+ConfuciuxReport = ExperimentReport
 
 
 CSV_FIELDS = ("model", "objective", "deployment", "aggregate", "resource", "platform", "budget", "method", "value",
@@ -186,18 +176,9 @@ def samples_to_within(trace: Sequence[Sequence[float]], optimum: float, tol: flo
 def _validate(models: Sequence[str], objectives: Sequence[str], constraints: Sequence[tuple[str, str]]) -> None:
     from dlaopt.zoo import ZOO
 
-    for m in models:
-        if m not in ZOO.names():
-            raise InputError(f"unknown model '{m}'", path=("--models",), expected="a zoo network, e.g. "
-                             + ", ".join(MODELS))
-    for o in objectives:
-        if o not in OBJECTIVES:
-            raise InputError(f"unknown objective '{o}'", path=("--objectives",),
-                             expected="one of: " + ", ".join(OBJECTIVES))
-    for c in constraints:
-        if c not in CONSTRAINTS:
-            raise InputError(f"unknown constraint '{c[0]}-{c[1]}'", path=("--constraints",),
-                             expected="one of: " + ", ".join(f"{r}-{p}" for r, p in CONSTRAINTS))
+    check_choices(models, ZOO.names(), "--models", "model", "a zoo network, e.g. " + ", ".join(MODELS))
+    check_choices(objectives, OBJECTIVES, "--objectives", "objective")
+    check_choices(constraints, CONSTRAINTS, "--constraints", "constraint", show=lambda c: f"{c[0]}-{c[1]}")
 
 
 def parse_constraints(text: Sequence[str] | None) -> list[tuple[str, str]]:
@@ -335,22 +316,14 @@ def run_confuciux(
                "objectives": list(objectives), "tables": table_info, "wall_s": round(wall, 1),
                "cases": len(traces), "environment": environment(1)}
     table = report_markdown(rows, summary)
-    csv_path = out / "confuciux.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(CSV_FIELDS), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out / "confuciux_traces.json").write_text(json.dumps({"summary": summary, "cases": traces}, default=str),
-                                               encoding="utf-8")
-    md_path = out / "confuciux.md"
-    md_path.write_text(table, encoding="utf-8")
-    plot_path = None
-    if plot and traces:
-        from dlaopt.plots import save
+    def figure() -> Any:
         from dlaopt.plots.codesign import plot_confuciux
 
-        plot_path = out / "confuciux.png"
-        save(plot_confuciux(pick_case(traces)), plot_path)
+        return plot_confuciux(pick_case(traces))
+
+    details = ("confuciux_traces.json", {"summary": summary, "cases": traces})
+    csv_path, md_path, plot_path = write_report(out, "confuciux", rows, CSV_FIELDS, table, details,
+                                                figure if plot and traces else None)
     return ConfuciuxReport(rows, csv_path, md_path, plot_path, table, summary)
 
 

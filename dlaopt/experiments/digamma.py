@@ -28,17 +28,14 @@ exact solve to minutes; the report states the grid used. Outputs: ``digamma.md``
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dlaopt.errors import InputError
-from dlaopt.experiments.scale import experiment_scale
+from dlaopt.experiments.common import ExperimentReport, check_choices, experiment_scale, write_report
 from dlaopt.hardware.area import DIGAMMA_BUDGETS_MM2, max_pes_within
 from dlaopt.results import environment, environment_markdown, md_table, sci_text
 
@@ -104,14 +101,7 @@ def instance_doc(model: str, platform: str, dataflow: str = "free", *, workers: 
     }
 
 
-@dataclass
-class DigammaReport:
-    rows: list[dict[str, Any]]
-    csv_path: Path
-    markdown_path: Path
-    plot_path: Path | None
-    table: str
-    summary: dict[str, Any]
+DigammaReport = ExperimentReport
 
 
 CSV_FIELDS = ("model", "platform", "budget_mm2", "method", "latency", "relative", "vs_mapping_opt_compute", "status",
@@ -119,16 +109,12 @@ CSV_FIELDS = ("model", "platform", "budget_mm2", "method", "latency", "relative"
               "time_s", "note")
 
 
-def _validate(models: Sequence[str], platforms: Sequence[str]) -> None:
+def _validate(models: Sequence[str], platforms: Sequence[str], methods: Sequence[str]) -> None:
     from dlaopt.zoo import ZOO
 
-    for m in models:
-        if m not in ZOO.names():
-            raise InputError(f"unknown model '{m}'", path=("--models",), expected="a zoo network, e.g. "
-                             + ", ".join(MODELS))
-    for p in platforms:
-        if p not in PLATFORMS:
-            raise InputError(f"unknown platform '{p}'", path=("--platforms",), expected="edge, cloud")
+    check_choices(models, ZOO.names(), "--models", "model", "a zoo network, e.g. " + ", ".join(MODELS))
+    check_choices(platforms, list(PLATFORMS), "--platforms", "platform", "edge, cloud")
+    check_choices(methods, METHODS, "--methods", "method")
 
 
 def run_digamma(
@@ -161,10 +147,7 @@ def run_digamma(
     from dlaopt.hardware.area import area_mm2
     from dlaopt.io.instance import instance_from_dict
 
-    _validate(models, platforms)
-    for m in methods:
-        if m not in METHODS:
-            raise InputError(f"unknown method '{m}'", path=("--methods",), expected="one of: " + ", ".join(METHODS))
+    _validate(models, platforms, methods)
     scale = experiment_scale(QUICK, FULL, full, samples=samples, mapping_samples=mapping_samples)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -235,22 +218,14 @@ def run_digamma(
                "platforms": list(platforms), "time_limit_s": time_limit, "entry_time_limit_s": entry_time_limit,
                "wall_s": round(wall, 1), "environment": environment(1)}
     table = report_markdown(rows, summary)
-    csv_path = out / "digamma.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(CSV_FIELDS), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out / "digamma.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, default=str),
-                                      encoding="utf-8")
-    md_path = out / "digamma.md"
-    md_path.write_text(table, encoding="utf-8")
-    plot_path = None
-    if plot and rows:
-        from dlaopt.plots import save
+    def figure() -> Any:
         from dlaopt.plots.codesign import plot_digamma
 
-        plot_path = out / "digamma.png"
-        save(plot_digamma(rows), plot_path)
+        return plot_digamma(rows)
+
+    details = ("digamma.json", {"summary": summary, "rows": rows})
+    csv_path, md_path, plot_path = write_report(out, "digamma", rows, CSV_FIELDS, table, details,
+                                                figure if plot and rows else None)
     return DigammaReport(rows, csv_path, md_path, plot_path, table, summary)
 
 

@@ -35,7 +35,6 @@ Every solve is a record in ``results.jsonl`` (a rerun with ``resume`` skips what
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -46,7 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from dlaopt.errors import InputError
-from dlaopt.results import append_records, environment, environment_markdown, fmt_number, md_table, open_results
+from dlaopt.results import (
+    append_records,
+    csv_text,
+    environment,
+    environment_markdown,
+    fmt_number,
+    md_table,
+    open_results,
+)
 
 OBJECTIVES: tuple[str, ...] = ("latency", "energy", "edp")
 STUDIES: tuple[str, ...] = ("tile", "order", "parallel", "shape")
@@ -436,10 +443,7 @@ def run_flexion(
                "time_limit_s": time_limit, "quick": quick, "environment": environment(1)}
     table = report_markdown(rows, spaces, summary, configs, quick=quick)
     csv_path = out / "flexion.csv"
-    with csv_path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(CSV_FIELDS), extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    csv_path.write_text(csv_text(rows, CSV_FIELDS), encoding="utf-8")
     (out / "flexion_spaces.json").write_text(json.dumps(spaces, indent=1, default=str), encoding="utf-8")
     md_path = out / "flexion.md"
     md_path.write_text(table, encoding="utf-8")

@@ -92,6 +92,13 @@ class Technology:
         if self.l1_block_bytes <= 0 or self.l2_block_bytes <= 0:
             raise ValueError(f"technology '{self.name}': SRAM block sizes must be positive")
 
+    def units(self, area: bool) -> tuple[float, float, float, float, float, float]:
+        """(MAC, L1 block, L2 block, bus unit, arbiter unit, NoC scale) in µm² for ``area``, else in mW — MAESTRO
+        scales its NoC power figures by 1/1000."""
+        if area:
+            return (self.mac_um2, self.l1_block_um2, self.l2_block_um2, self.bus_unit_um2, self.arbiter_unit_um2, 1.0)
+        return (self.mac_mw, self.l1_block_mw, self.l2_block_mw, self.bus_unit_mw, self.arbiter_unit_mw, 1e-3)
+
 
 # MAESTRO's NoC figures (bus and matrix arbiter units, scaling coefficients; DSE_cost-database.hpp and
 # DSE_scaling-coefficients.hpp, "based on 28nm technology"): the same in both releases
@@ -230,16 +237,30 @@ def _scalar_design(tech: Technology, area: bool, num_pes: float, l1: float, l2: 
         raise ValueError("num_pes must be a whole number")
     if lanes != math.floor(lanes):
         raise ValueError("macs_per_pe must be a whole number")
-    l1_blocks = math.ceil(l1 / tech.l1_block_bytes)
-    l2_blocks = math.ceil(l2 / tech.l2_block_bytes)
-    if area:
-        um2 = num_pes * (lanes * tech.mac_um2 + l1_blocks * tech.l1_block_um2) + l2_blocks * tech.l2_block_um2
-        return um2 / UM2_PER_MM2
-    return num_pes * (lanes * tech.mac_mw + l1_blocks * tech.l1_block_mw) + l2_blocks * tech.l2_block_mw
+    mac, l1_block, l2_block, _, _, _ = tech.units(area)
+    value = (num_pes * (lanes * mac + math.ceil(l1 / tech.l1_block_bytes) * l1_block)
+             + math.ceil(l2 / tech.l2_block_bytes) * l2_block)
+    return value / UM2_PER_MM2 if area else value
 
 
 def _result(x: np.ndarray) -> float | np.ndarray:
     return float(x) if x.ndim == 0 else x
+
+
+def _design_figure(area: bool, num_pes: ArrayLike, l1_bytes_per_pe: ArrayLike, l2_bytes: ArrayLike,
+                   macs_per_pe: ArrayLike, tech: str | Technology, noc_bw: ArrayLike | None,
+                   include_noc: bool) -> float | np.ndarray:
+    t = technology(tech)
+    if not include_noc and _scalars(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe):
+        return _scalar_design(t, area, num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe)  # type: ignore[arg-type]
+    n, l1, l2, lanes, bw = _design(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe, noc_bw, include_noc)
+    mac, l1_block, l2_block, bus_unit, arbiter_unit, noc_scale = t.units(area)
+    value = (n * (lanes * mac + _blocks(l1, t.l1_block_bytes) * l1_block)
+             + _blocks(l2, t.l2_block_bytes) * l2_block)
+    if include_noc:
+        bus, arbiter = _noc_units(t, n, bw)
+        value = value + (bus * bus_unit + arbiter * arbiter_unit) * noc_scale
+    return _result(value / UM2_PER_MM2 if area else value)
 
 
 def design_area_mm2(num_pes: ArrayLike, l1_bytes_per_pe: ArrayLike, l2_bytes: ArrayLike, *,
@@ -248,32 +269,14 @@ def design_area_mm2(num_pes: ArrayLike, l1_bytes_per_pe: ArrayLike, l2_bytes: Ar
     """Area (mm²) of design points given as numbers or numpy arrays (broadcast together): ``num_pes`` PEs of
     ``macs_per_pe`` MAC lanes and ``l1_bytes_per_pe`` bytes of L1 each, and an L2 of ``l2_bytes``; plus the NoC of
     ``noc_bw`` bytes per cycle when ``include_noc``. A float for scalar inputs, else an array."""
-    t = technology(tech)
-    if not include_noc and _scalars(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe):
-        return _scalar_design(t, True, num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe)  # type: ignore[arg-type]
-    n, l1, l2, lanes, bw = _design(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe, noc_bw, include_noc)
-    um2 = (n * (lanes * t.mac_um2 + _blocks(l1, t.l1_block_bytes) * t.l1_block_um2)
-           + _blocks(l2, t.l2_block_bytes) * t.l2_block_um2)
-    if include_noc:
-        bus, arbiter = _noc_units(t, n, bw)
-        um2 = um2 + bus * t.bus_unit_um2 + arbiter * t.arbiter_unit_um2
-    return _result(um2 / UM2_PER_MM2)
+    return _design_figure(True, num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe, tech, noc_bw, include_noc)
 
 
 def design_power_mw(num_pes: ArrayLike, l1_bytes_per_pe: ArrayLike, l2_bytes: ArrayLike, *,
                     macs_per_pe: ArrayLike = 1, tech: str | Technology = DEFAULT_TECHNOLOGY,
                     noc_bw: ArrayLike | None = None, include_noc: bool = False) -> float | np.ndarray:
     """Design-point power (mW), every component active, for the same arguments as :func:`design_area_mm2`."""
-    t = technology(tech)
-    if not include_noc and _scalars(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe):
-        return _scalar_design(t, False, num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe)  # type: ignore[arg-type]
-    n, l1, l2, lanes, bw = _design(num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe, noc_bw, include_noc)
-    mw = (n * (lanes * t.mac_mw + _blocks(l1, t.l1_block_bytes) * t.l1_block_mw)
-          + _blocks(l2, t.l2_block_bytes) * t.l2_block_mw)
-    if include_noc:
-        bus, arbiter = _noc_units(t, n, bw)
-        mw = mw + (bus * t.bus_unit_mw + arbiter * t.arbiter_unit_mw) / 1000.0
-    return _result(mw)
+    return _design_figure(False, num_pes, l1_bytes_per_pe, l2_bytes, macs_per_pe, tech, noc_bw, include_noc)
 
 
 def max_pes_within(budget: float, l1_bytes_per_pe: float, l2_bytes: float = 0, *, macs_per_pe: int = 1,
@@ -319,7 +322,8 @@ def _breakdown(acc: Accelerator, t: Technology, metric: str, noc_bw: float | Non
     n = acc.pe_array.num_pes
     lanes = acc.pe_array.macs_per_pe_per_cycle
     scale = 1 / UM2_PER_MM2 if area else 1.0
-    mac = n * lanes * (t.mac_um2 if area else t.mac_mw) * scale
+    mac_unit, l1_block, l2_block, bus_unit, arbiter_unit, noc_scale = t.units(area)
+    mac = n * lanes * mac_unit * scale
     memories: list[tuple[str, float]] = []
     l1 = l2 = 0.0
     for m in acc.memories:
@@ -328,11 +332,11 @@ def _breakdown(acc: Accelerator, t: Technology, metric: str, noc_bw: float | Non
         assert m.capacity_bytes is not None
         if _is_per_pe(m, n):
             blocks = m.instances * math.ceil(m.capacity_bytes / t.l1_block_bytes)
-            cost = blocks * (t.l1_block_um2 if area else t.l1_block_mw) * scale
+            cost = blocks * l1_block * scale
             l1 += cost
         else:
             blocks = m.instances * math.ceil(m.capacity_bytes / t.l2_block_bytes)
-            cost = blocks * (t.l2_block_um2 if area else t.l2_block_mw) * scale
+            cost = blocks * l2_block * scale
             l2 += cost
         memories.append((m.name, cost))
     noc = 0.0
@@ -341,10 +345,7 @@ def _breakdown(acc: Accelerator, t: Technology, metric: str, noc_bw: float | Non
         if not (math.isfinite(bw) and bw > 0):
             raise ValueError(f"noc_bw must be positive and finite, got {bw}")
         bus, arbiter = _noc_units(t, np.asarray(float(n)), np.asarray(float(bw)))
-        if area:
-            noc = float(bus * t.bus_unit_um2 + arbiter * t.arbiter_unit_um2) * scale
-        else:
-            noc = float(bus * t.bus_unit_mw + arbiter * t.arbiter_unit_mw) / 1000.0
+        noc = float(bus * bus_unit + arbiter * arbiter_unit) * noc_scale * scale
     return Breakdown(unit="mm²" if area else "mW", mac=mac, l1=l1, l2=l2, noc=noc, memories=tuple(memories),
                      noc_included=include_noc)
 
