@@ -89,20 +89,70 @@ class Memory:
         return frozenset(ops)
 
 
+LINK_OPERANDS = ("I", "W", "O")
+
+
+@dataclass(frozen=True)
+class Link:
+    """Neighbour links of the PE array that forward one operand between adjacent PEs (seed 004 §3.1, the "Connect"
+    attribute of a memory level: a relation from a PE's coordinates to its neighbour's).
+
+    ``operand``: "I", "W" or "O" (for O, partial sums are added up along the link). ``axes``: one PE-array axis name
+    (a straight link: PE x receives from PE x-1 along that axis) or two distinct ones (a diagonal link: PE (x, y)
+    receives from PE (x-1, y+1), PolyAcc's input feature maps on an Eyeriss-like array). A PE takes a tile over the
+    link instead of the network when its predecessor holds the same tile in the same delivery (see the mapping cost
+    model). ``energy_pj_per_byte``: energy of moving one byte over one link; ``bandwidth_bytes_per_cycle``: per link.
+    """
+
+    operand: str
+    axes: tuple[str, ...]
+    energy_pj_per_byte: float = 0.0
+    bandwidth_bytes_per_cycle: float = math.inf
+
+    def __post_init__(self) -> None:
+        axes = (self.axes,) if isinstance(self.axes, str) else tuple(str(a) for a in self.axes)
+        object.__setattr__(self, "axes", axes)
+        if self.operand not in LINK_OPERANDS:
+            raise ValueError(f"link operand must be one of {', '.join(LINK_OPERANDS)}, got {self.operand!r}")
+        if len(axes) not in (1, 2) or len(set(axes)) != len(axes):
+            raise ValueError(f"link of {self.operand}: one axis (straight) or two distinct axes (diagonal), got "
+                             f"{list(axes)}")
+        if not self.energy_pj_per_byte >= 0:
+            raise ValueError(f"link of {self.operand}: energy must be non-negative")
+        if not self.bandwidth_bytes_per_cycle > 0:
+            raise ValueError(f"link of {self.operand}: bandwidth must be positive")
+
+    @property
+    def diagonal(self) -> bool:
+        return len(self.axes) == 2
+
+
 @dataclass(frozen=True)
 class PEArray:
-    """A spatial array of processing elements. ``axes`` are (name, size) pairs, e.g. (("rows", 16), ("cols", 16))."""
+    """A spatial array of processing elements. ``axes`` are (name, size) pairs, e.g. (("rows", 16), ("cols", 16));
+    ``links`` forward operands between neighbouring PEs (at most one link per operand)."""
 
     axes: tuple[tuple[str, int], ...]
     macs_per_pe_per_cycle: int = 1
     vector_lanes: int | None = None  # element operations per cycle for non-MAC operators (default: number of PEs)
+    links: tuple[Link, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "axes", tuple((str(n), int(s)) for n, s in self.axes))
+        object.__setattr__(self, "links", tuple(self.links))
         if not self.axes or any(s <= 0 for _, s in self.axes):
             raise ValueError("PE array needs at least one axis, every axis size positive")
         if self.macs_per_pe_per_cycle <= 0:
             raise ValueError("macs_per_pe_per_cycle must be positive")
+        names = [n for n, _ in self.axes]
+        seen: set[str] = set()
+        for link in self.links:
+            for a in link.axes:
+                if a not in names:
+                    raise ValueError(f"link of {link.operand}: unknown PE-array axis '{a}' (axes: {', '.join(names)})")
+            if link.operand in seen:
+                raise ValueError(f"two links for operand {link.operand} (at most one per operand)")
+            seen.add(link.operand)
 
     @property
     def num_pes(self) -> int:

@@ -20,18 +20,28 @@ Sources of the numbers:
 * ``tpu`` — TPU v1-like: 256x256 weight-stationary systolic array at 700 MHz, 24 MiB unified buffer for
   activations, 4 MiB of accumulators for outputs, a 256 KiB weight FIFO, 30 GB/s DDR3; each PE holds one weight
   (``pe_weight``), inputs flow across rows and partial sums down columns (modelled as multicast and reduction).
+* ``eyeriss-polyacc`` — ``eyeriss`` with seed 004's (PolyAcc, §4.2) PE-to-PE links: partial sums down the columns,
+  weights along the rows, input rows diagonally; a link costs a fraction (default 0.5) of the NoC energy per byte.
+* ``systolic-forwarding`` — ``tpu`` with explicit PE-to-PE links (default weights and partial sums down the
+  columns; optionally inputs across the rows), the weight registers filled over a 1 pJ/B network, links at half that.
 * ``flexion`` — Flexion's baseline accelerator (seed 001, Table 3.1): 1024 PEs as a 16x64 array and a 100 KB
   on-chip buffer. The table gives no energies, bandwidths or PE storage: the Eyeriss normalised energies are used,
   each PE has a 64 B register file, main memory delivers 64 B and the buffer 512 B per cycle (assumptions).
   ``partition="1:1:1"`` hard-partitions the buffer among inputs, weights and outputs (PartFlex-1000 of §3.4.2;
   each part gets its share of the capacity and of the bandwidth); the default ``"soft"`` is one shared buffer.
+* ``flat-edge`` / ``flat-cloud`` — FLAT's accelerators (seed 001, Appendix A, Table A.3 and §A.5): 32x32 PEs,
+  1 TB/s on-chip and 50 GB/s off-chip bandwidth, a 512 KB global buffer (edge-TPU-like); 256x256 PEs, 8 TB/s,
+  400 GB/s, 32 MB (TPU-v3-like). The chapter gives no clock, PE storage or energies: a 1 GHz clock is assumed (so
+  the bandwidths are 1000 / 50 and 8000 / 400 bytes per cycle), each PE has a 64 B register file, and the energies
+  are the Eyeriss normalised scale per 16-bit access (MAC 1, RF 1, NoC 2, global buffer 6, DRAM 200; the chapter
+  uses Accelergy, whose default tables keep the same ordering). Words are 2 bytes (fp16/bf16).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dlaopt.hardware.model import DMA, Accelerator, Memory, MemoryKind, PEArray, SpmAccess
+from dlaopt.hardware.model import DMA, Accelerator, Link, Memory, MemoryKind, PEArray, SpmAccess
 from dlaopt.registry import Registry
 from dlaopt.workload.tensor import TensorRole
 
@@ -159,6 +169,51 @@ def eyeriss(
     return _rename_local(acc, "rf")
 
 
+@PRESETS.register("eyeriss-polyacc", "Eyeriss-like with PolyAcc's PE-to-PE links (seed 004 §4.2): psums down "
+                  "the columns, weights along rows, inputs diagonally")
+def eyeriss_polyacc(
+    *,
+    glb_kb: int = 108,
+    rf_bytes: int = 512,
+    rows: int = 12,
+    cols: int = 14,
+    dram_bytes_per_cycle: float = 16.0,
+    clock_mhz: float = 200.0,
+    link_energy_fraction: float = 0.5,
+) -> Accelerator:
+    """The ``eyeriss`` preset with the interconnect seed 004 (PolyAcc, §4.2) gives its Eyeriss-like validation
+    accelerator: "the connection relationship of the output feature downward, the weight to the left, and the input
+    feature multicast communication along the diagonal line". The seed's 14x12 PEs are Eyeriss v1's 168-PE array,
+    14 columns by 12 rows, as in the ``eyeriss`` preset. Links (row stationary: filter rows on the rows, output rows
+    on the columns):
+
+    * partial sums (O) along ``rows``: a PE adds its partial sums into the PE below it when both hold the same
+      outputs (a column reduces over the filter rows);
+    * weights (W) along ``cols``: a PE takes its filter row from its neighbour in the row when both use the same one;
+    * input feature maps (I) diagonally over (``rows``, ``cols``): PE (r, p) takes its input row from PE (r-1, p+1)
+      when it is the same row (row = stride * p + dilation * r: stride == dilation).
+
+    Link energy: the Eyeriss normalised table has one figure, 2 per 16-bit word (1 pJ per byte here), for moving data
+    within the array ("NoC"/inter-PE); a neighbour link is a short point-to-point wire without the multicast bus's
+    fan-out and ID matching, so it is charged ``link_energy_fraction`` of the NoC energy per byte (default 0.5, an
+    assumption: wire energy grows with wire length; 1.0 charges links as the NoC). Link bandwidth is not limited
+    separately: a link writes into the receiving PE's register file, whose write port (4 B/cycle) already bounds the
+    transfer in the latency model."""
+    if link_energy_fraction < 0:
+        raise ValueError("link_energy_fraction must be non-negative")
+    acc = eyeriss(glb_kb=glb_kb, rf_bytes=rf_bytes, rows=rows, cols=cols, dram_bytes_per_cycle=dram_bytes_per_cycle,
+                  clock_mhz=clock_mhz)
+    noc = max(m.network_energy_pj_per_byte for m in acc.memories)
+    e = noc * link_energy_fraction
+    links = (Link("O", ("rows",), e), Link("W", ("cols",), e), Link("I", ("rows", "cols"), e))
+    from dataclasses import replace
+
+    return replace(acc, name="eyeriss-polyacc", pe_array=replace(acc.pe_array, links=links),
+                   description="Eyeriss v1-like accelerator with PolyAcc's PE-to-PE links (seed 004 §4.2): partial "
+                   "sums down the columns, weights along the rows, input rows diagonally; normalised energies",
+                   params={**acc.params, "link_energy_fraction": link_energy_fraction})
+
+
 def _rename_local(acc: Accelerator, name: str) -> Accelerator:
     from dataclasses import replace
 
@@ -243,6 +298,59 @@ def tpu(
         params={"array": array, "unified_buffer_mib": unified_buffer_mib, "accumulator_mib": accumulator_mib,
                 "weight_fifo_kib": weight_fifo_kib, "dram_gb_per_s": dram_gb_per_s, "clock_mhz": clock_mhz},
     )
+
+
+@PRESETS.register("systolic-forwarding", "TPU v1-like systolic array whose weights and partial sums are forwarded "
+                  "over PE-to-PE links")
+def systolic_forwarding(
+    *,
+    array: int = 256,
+    unified_buffer_mib: int = 24,
+    accumulator_mib: int = 4,
+    weight_fifo_kib: int = 256,
+    dram_gb_per_s: float = 30.0,
+    clock_mhz: float = 700.0,
+    links: str = "W+O",
+    noc_energy_pj_per_byte: float = 1.0,
+    link_energy_fraction: float = 0.5,
+) -> Accelerator:
+    """The ``tpu`` preset with its PE-to-PE connections explicit (seed 004 §2.1: "spatial-temporal reuse: adjacent
+    units with point-to-point connections access the same data set in a skewed schedule"). ``links`` is a
+    ``+``-separated subset of:
+
+    * ``O``: partial sums flow down the columns (a link along ``rows``): a PE adds its partial sum into the PE below
+      when both compute the same outputs (the reduction dimension on the rows);
+    * ``W``: weights shift down the columns (along ``rows``) into the per-PE weight registers: a PE takes its weight
+      from the PE above when both hold the same one (a dimension irrelevant to the weights on the rows);
+    * ``I``: activations flow across the rows (along ``cols``): a PE takes its input from its left neighbour when
+      both use the same one (a dimension irrelevant to the inputs on the columns).
+
+    The PE order along ``rows`` follows the partial-sum link when present. Without links the ``tpu`` preset models
+    this movement as free multicast and reduction; here the weight registers are filled over a network charged
+    ``noc_energy_pj_per_byte`` (default 1 pJ/B: the Eyeriss normalised NoC figure, 2 per 16-bit word, the scale of
+    the other presets) and a link costs ``link_energy_fraction`` of it per byte (default 0.5, an assumption: a
+    neighbour wire is shorter than the array-wide bus). Link bandwidth is not limited separately (one word per
+    PE and cycle, as the per-PE register ports and the one-MAC-per-cycle compute already bound it)."""
+    chosen = [t.strip() for t in links.split("+") if t.strip()] if links not in ("", "none") else []
+    if any(t not in ("I", "W", "O") for t in chosen) or len(set(chosen)) != len(chosen):
+        raise ValueError(f"links must be 'none' or a '+'-separated subset of I, W, O such as 'W+O', not {links!r}")
+    if noc_energy_pj_per_byte < 0 or link_energy_fraction < 0:
+        raise ValueError("energies must be non-negative")
+    from dataclasses import replace
+
+    acc = tpu(array=array, unified_buffer_mib=unified_buffer_mib, accumulator_mib=accumulator_mib,
+              weight_fifo_kib=weight_fifo_kib, dram_gb_per_s=dram_gb_per_s, clock_mhz=clock_mhz)
+    e = noc_energy_pj_per_byte * link_energy_fraction
+    axis = {"O": ("rows",), "W": ("rows",), "I": ("cols",)}
+    made = tuple(Link(t, axis[t], e) for t in ("O", "W", "I") if t in chosen)
+    mems = tuple(replace(m, network_energy_pj_per_byte=noc_energy_pj_per_byte) if m.name == "pe_weight" else m
+                 for m in acc.memories)
+    return replace(acc, name="systolic-forwarding", memories=mems, pe_array=replace(acc.pe_array, links=made),
+                   description="TPU v1-like weight-stationary systolic array with PE-to-PE links (" +
+                   ("none" if not made else ", ".join(f"{lk.operand} along {lk.axes[0]}" for lk in made)) +
+                   "); energies on the Eyeriss normalised scale",
+                   params={**acc.params, "links": links, "noc_energy_pj_per_byte": noc_energy_pj_per_byte,
+                           "link_energy_fraction": link_energy_fraction})
 
 
 @PRESETS.register("flexion", "Flexion baseline (seed 001 Table 3.1): 16x64 PEs, 100 KB buffer, soft or 1:1:1")
@@ -362,3 +470,39 @@ def banked(
         params={"banks": banks, "bank_kb": bank_kb, "rows": rows, "cols": cols,
                 "dram_bytes_per_cycle": dram_bytes_per_cycle, "clock_mhz": clock_mhz},
     )
+
+
+def _flat(name: str, description: str, *, rows: int, cols: int, buffer_kb: float, rf_bytes: int,
+          onchip_gb_per_s: float, offchip_gb_per_s: float, clock_mhz: float) -> Accelerator:
+    """FLAT's DRAM -> global buffer -> 64 B register file per PE accelerator (module docstring: ``flat-edge``)."""
+    if min(rows, cols, rf_bytes) <= 0 or min(buffer_kb, onchip_gb_per_s, offchip_gb_per_s, clock_mhz) <= 0:
+        raise ValueError("sizes, bandwidths and the clock must be positive")
+    cycles_per_s = clock_mhz * 1e6
+    acc = _spatial_accelerator(
+        name, description, rows=rows, cols=cols, local_bytes=rf_bytes, global_bytes=int(buffer_kb * KiB),
+        dram_bytes_per_cycle=offchip_gb_per_s * 1e9 / cycles_per_s,
+        global_bytes_per_cycle=onchip_gb_per_s * 1e9 / cycles_per_s, clock_mhz=clock_mhz,
+        params={"rows": rows, "cols": cols, "buffer_kb": buffer_kb, "rf_bytes": rf_bytes,
+                "onchip_gb_per_s": onchip_gb_per_s, "offchip_gb_per_s": offchip_gb_per_s, "clock_mhz": clock_mhz})
+    return _rename_local(acc, "rf")
+
+
+@PRESETS.register("flat-edge", "FLAT edge accelerator (seed 001 Table A.3): 32x32 PEs, 512 KB buffer, 50 GB/s off chip")
+def flat_edge(*, rows: int = 32, cols: int = 32, buffer_kb: float = 512.0, rf_bytes: int = 64,
+              onchip_gb_per_s: float = 1000.0, offchip_gb_per_s: float = 50.0, clock_mhz: float = 1000.0
+              ) -> Accelerator:
+    return _flat("flat-edge", "FLAT's edge accelerator (seed 001, Table A.3, §A.5): 32x32 PEs, 1 TB/s on chip, "
+                 "50 GB/s off chip, 512 KB global buffer; 1 GHz and Eyeriss normalised energies assumed",
+                 rows=rows, cols=cols, buffer_kb=buffer_kb, rf_bytes=rf_bytes, onchip_gb_per_s=onchip_gb_per_s,
+                 offchip_gb_per_s=offchip_gb_per_s, clock_mhz=clock_mhz)
+
+
+@PRESETS.register("flat-cloud", "FLAT cloud accelerator (seed 001 Table A.3): 256x256 PEs, 32 MB buffer, 400 GB/s off "
+                  "chip")
+def flat_cloud(*, rows: int = 256, cols: int = 256, buffer_kb: float = 32 * 1024.0, rf_bytes: int = 64,
+               onchip_gb_per_s: float = 8000.0, offchip_gb_per_s: float = 400.0, clock_mhz: float = 1000.0
+               ) -> Accelerator:
+    return _flat("flat-cloud", "FLAT's cloud accelerator (seed 001, Table A.3, §A.5): 256x256 PEs, 8 TB/s on chip, "
+                 "400 GB/s off chip, 32 MB global buffer; 1 GHz and Eyeriss normalised energies assumed",
+                 rows=rows, cols=cols, buffer_kb=buffer_kb, rf_bytes=rf_bytes, onchip_gb_per_s=onchip_gb_per_s,
+                 offchip_gb_per_s=offchip_gb_per_s, clock_mhz=clock_mhz)

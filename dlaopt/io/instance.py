@@ -22,6 +22,7 @@ import yaml
 
 from dlaopt.errors import InputError
 from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray, Platform
+from dlaopt.hardware.model import LINK_OPERANDS, Link
 from dlaopt.io.document import (  # noqa: F401 - load_mapping, parse_document and read_text re-exported
     MAX_NUMBER,
     MAX_NUMBER_TEXT,
@@ -385,15 +386,52 @@ def _build_memory(i: int, m: Mapping[str, Any], seen: dict[str, int]) -> Memory:
         raise InputError(str(exc), path=where) from None
 
 
+def _build_links(docs: Sequence[Mapping[str, Any]], axis_names: Sequence[str]) -> tuple[Link, ...]:
+    """The PE-to-PE links of ``pe_array.links``, each error located at its key."""
+    links: list[Link] = []
+    first: dict[str, int] = {}
+    for i, d in enumerate(docs):
+        where = ("hardware", "pe_array", "links", i)
+        operand = str(d["operand"])
+        if operand not in LINK_OPERANDS:
+            raise InputError(f"unknown link operand '{operand}'", path=(*where, "operand"),
+                             expected="one of " + ", ".join(LINK_OPERANDS))
+        if operand in first:
+            raise InputError(f"operand {operand} already has a link (links[{first[operand]}])",
+                             path=(*where, "operand"), expected="at most one link per operand")
+        first[operand] = i
+        axes = [d["axes"]] if isinstance(d["axes"], str) else list(d["axes"])
+        for j, a in enumerate(axes):
+            if a not in axis_names:
+                raise InputError(f"unknown PE-array axis '{a}'", path=(*where, "axes", j),
+                                 expected="one of the pe_array axes: " + ", ".join(axis_names))
+        if len(axes) not in (1, 2) or len(set(axes)) != len(axes):
+            raise InputError(f"a link runs along one axis or diagonally over two distinct axes, got {axes}",
+                             path=(*where, "axes"), expected="one axis name or two distinct ones")
+        kwargs = {k: d[k] for k in ("energy_pj_per_byte", "bandwidth_bytes_per_cycle") if k in d}
+        for key, value in kwargs.items():
+            if not (value > 0 if key == "bandwidth_bytes_per_cycle" else value >= 0):
+                raise InputError(f"link {key} must be {'positive' if key.startswith('band') else 'non-negative'}, "
+                                 f"got {value}", path=(*where, key))
+        try:
+            links.append(Link(operand, tuple(axes), **kwargs))
+        except ValueError as exc:
+            raise InputError(str(exc), path=where) from None
+    return tuple(links)
+
+
 def _build_inline_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
     seen: dict[str, int] = {}
     memories = [_build_memory(i, m, seen) for i, m in enumerate(hdoc["memories"])]
     pe = hdoc["pe_array"]
+    axes = tuple((str(a[0]), int(a[1])) for a in pe["axes"])
+    links = _build_links(pe.get("links") or [], [a for a, _ in axes])
     try:
         pe_array = PEArray(
-            tuple((str(a[0]), int(a[1])) for a in pe["axes"]),
+            axes,
             macs_per_pe_per_cycle=pe.get("macs_per_pe_per_cycle", 1),
             vector_lanes=pe.get("vector_lanes"),
+            links=links,
         )
     except ValueError as exc:
         raise InputError(str(exc), path=("hardware", "pe_array")) from None

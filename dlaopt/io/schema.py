@@ -274,6 +274,34 @@ def _defs() -> dict[str, Any]:
                 },
                 "macs_per_pe_per_cycle": _positive_int("MACs per PE per cycle."),
                 "vector_lanes": _positive_int("Element operations per cycle of non-MAC operators."),
+                "links": {
+                    "type": "array",
+                    "description": "Mapping problem: PE-to-PE links forwarding an operand between neighbouring PEs "
+                    "(at most one per operand).",
+                    "items": {"$ref": "#/$defs/pe_link"},
+                },
+            },
+        },
+        "pe_link": {
+            "type": "object",
+            "description": "A link along one PE-array axis (PE x receives from PE x-1) or diagonally over two axes "
+            "(PE (x, y) receives from PE (x-1, y+1)); a PE takes its tile over the link when its predecessor holds "
+            "the same tile (for O: partial sums are added up along the link).",
+            "required": ["operand", "axes"],
+            "additionalProperties": False,
+            "properties": {
+                "operand": {"enum": ["I", "W", "O"], "description": "I input, W weight, O output partial sums."},
+                "axes": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "maxItems": 2,
+                    "description": "One axis name (straight) or two (diagonal), e.g. [rows, cols].",
+                },
+                "energy_pj_per_byte": {"type": "number", "minimum": 0,
+                                       "description": "Energy to move a byte over one link (default 0)."},
+                "bandwidth_bytes_per_cycle": {"type": "number", "exclusiveMinimum": 0,
+                                              "description": "Bytes per cycle of each link (default unlimited)."},
             },
         },
         "dma": {

@@ -11,13 +11,14 @@ a PE). A mapping has a temporal slot per level and a spatial slot per fanout axi
 Built from the shared :class:`~dlaopt.hardware.model.Accelerator` by :func:`arch_from_accelerator`: consecutive
 memories with the same instance count and disjoint operand sets form one level; the PE array's axes form the fanout
 into the first level replicated once per PE (or the MAC fanout when no level is per PE); ``macs_per_pe_per_cycle``
-MAC units per PE form a further MAC fanout axis.
+MAC units per PE form a further MAC fanout axis. The PE array's neighbour links (:class:`~dlaopt.hardware.model.Link`)
+become :class:`ArchLink` objects on the spatial slots of the PE axes (their semantics: :mod:`.cost`, "PE-to-PE links").
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dlaopt.hardware.model import Accelerator, MemoryKind
 
@@ -75,12 +76,29 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class ArchLink:
+    """A PE-to-PE link (:class:`~dlaopt.hardware.model.Link`) in the mapping view: ``slots`` are the indices in
+    :meth:`MappingArch.slots` of the spatial slot it runs along (straight) or of the two slots (x, y) of a diagonal
+    link (PE (x, y) receives from PE (x-1, y+1))."""
+
+    operand: str
+    slots: tuple[int, ...]
+    energy_pj_per_byte: float = 0.0
+    bandwidth_bytes_per_cycle: float = math.inf
+
+    @property
+    def diagonal(self) -> bool:
+        return len(self.slots) == 2
+
+
+@dataclass(frozen=True)
 class MappingArch:
     name: str
     levels: tuple[Level, ...]  # innermost first; the last is main memory
     mac_fanout: tuple[tuple[str, int], ...]
     mac_energy_pj: float
     clock_hz: float
+    links: tuple[ArchLink, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.levels:
@@ -91,6 +109,29 @@ class MappingArch:
         for lv in self.levels:
             if sum(len(s.operands) for s in lv.stores) != len(lv.keeps):
                 raise ValueError(f"level '{lv.name}': its memories must keep disjoint operands")
+        object.__setattr__(self, "links", tuple(self.links))
+        slots = self.slots()
+        seen: set[str] = set()
+        for link in self.links:
+            if link.operand not in ("I", "W", "O") or link.operand in seen:
+                raise ValueError(f"links: operand {link.operand!r} unknown or linked twice")
+            seen.add(link.operand)
+            if len(link.slots) not in (1, 2) or len(set(link.slots)) != len(link.slots):
+                raise ValueError(f"link of {link.operand}: one slot (straight) or two distinct slots (diagonal)")
+            for k in link.slots:
+                if not 0 <= k < len(slots) or slots[k].kind != SPATIAL:
+                    raise ValueError(f"link of {link.operand}: slot {k} is not a spatial slot")
+            if len({(slots[k].level, slots[k].mac) for k in link.slots}) != 1:
+                raise ValueError(f"link of {link.operand}: a diagonal link joins two axes of one fanout")
+            if link.energy_pj_per_byte < 0 or not link.bandwidth_bytes_per_cycle > 0:
+                raise ValueError(f"link of {link.operand}: energy must be non-negative and bandwidth positive")
+
+    def link_of(self, operand: str) -> ArchLink | None:
+        return next((lk for lk in self.links if lk.operand == operand), None)
+
+    def placement_operand(self, slot: int) -> str | None:
+        """The operand whose link decides the PE order along spatial ``slot`` (the first link using the slot)."""
+        return next((lk.operand for lk in self.links if slot in lk.slots), None)
 
     @property
     def top(self) -> int:
@@ -138,6 +179,7 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
     pe_axes = acc.pe_array.axes
     outer_first: list[Level] = []
     pe_fanout_used = False
+    pe_level = -1  # outer-first index of the level replicated once per PE (whose fanout the PE axes are)
     prev_instances = 1
     for g in groups:
         inst = g[0].instances
@@ -149,6 +191,7 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
             fanout: tuple[tuple[str, int], ...] = ()
         elif ratio == num_pes and not pe_fanout_used:
             fanout, pe_fanout_used = pe_axes, True
+            pe_level = len(outer_first)
         else:
             fanout = ((f"x{len(outer_first)}", ratio),)
         stores = tuple(
@@ -174,7 +217,22 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
             mac_axes.append(("pe", num_pes // innermost))
     if acc.pe_array.macs_per_pe_per_cycle > 1:
         mac_axes.append(("mac", acc.pe_array.macs_per_pe_per_cycle))
-    return MappingArch(acc.name, tuple(reversed(levels_outer)), tuple(mac_axes), acc.mac_energy_pj, acc.clock_hz)
+    arch = MappingArch(acc.name, tuple(reversed(levels_outer)), tuple(mac_axes), acc.mac_energy_pj, acc.clock_hz)
+    if not acc.pe_array.links:
+        return arch
+    # the spatial slots the PE axes became: the fanout into the per-PE level, or the first MAC fanout axes
+    slots = arch.slots()
+    if pe_fanout_used:
+        level = len(outer_first) - 1 - pe_level  # innermost-first index of the per-PE level; its fanout is above it
+        pe_slots = {s.axis: k for k, s in enumerate(slots) if not s.mac and s.level == level + 1 and s.kind == SPATIAL}
+    elif innermost == 1:
+        pe_slots = {s.axis: k for k, s in list(enumerate(slots))[:len(pe_axes)]}
+    else:
+        raise ValueError(f"accelerator '{acc.name}': PE-to-PE links need the PE-array axes as a fanout (a level "
+                         "replicated once per PE, or none)")
+    links = tuple(ArchLink(lk.operand, tuple(pe_slots[a] for a in lk.axes), lk.energy_pj_per_byte,
+                           lk.bandwidth_bytes_per_cycle) for lk in acc.pe_array.links)
+    return replace(arch, links=links)
 
 
-__all__ = ["SPATIAL", "TEMPORAL", "Level", "MappingArch", "Slot", "Store", "arch_from_accelerator"]
+__all__ = ["SPATIAL", "TEMPORAL", "ArchLink", "Level", "MappingArch", "Slot", "Store", "arch_from_accelerator"]

@@ -34,8 +34,15 @@ any of the analytical model's products (visits, footprints, instance counts):
   written into one child (the children reducing the same element start the others from zero). The MAC units read
   their partial sum from the innermost level keeping O at every step (except an element's first touch in that level
   instance) and write it back, reduced over the units of one instance. Main memory starts with I and W and ends
-  with O.
+  with O. With ``roots``, an operand's chain ends at its root level, which then plays main memory's part for it
+  (nothing is counted for the operand above the root).
 * **Network** (counted at the receiving/draining child level): fills for I and W; drains plus reloads for O.
+* **PE-to-PE links.** The PE coordinates along each linked slot are built from each instance's spatial loop indices
+  with the placement convention of the cost model; a PE takes a new tile over the link (not the network) when its
+  link predecessor (x-1 on a straight link, (x-1, y+1) on a diagonal one, all other spatial indices equal) exists
+  and gets the identical element set in the same block; for O, a PE leaving a tile hands it to its successor over
+  the link when the successor leaves the identical element set at the same moment. For the MAC units this is per
+  step (one element each) and the count is kept at the parent level.
 
 The per-block state updates are batched with numpy (all instances and, for the partial-sum "already handed down"
 sets, chunks of consecutive events processed in order against a bitmap), which is equivalent to the step-by-step
@@ -45,12 +52,14 @@ loop and fast enough for layers of ~10^5 MACs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
+from dlaopt.formulations.mapping.cost import axis_digits, operand_roots
 from dlaopt.formulations.mapping.loopnest import OPERANDS, LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping, mapping_errors
 
@@ -63,6 +72,7 @@ class SimAccess(NamedTuple):
     reads: int
     writes: int
     network: int
+    link: int = 0
 
 
 @dataclass
@@ -76,9 +86,11 @@ class SimResult:
     mac_units: int  # MAC units used
     new_tiles: dict[str, dict[str, int]] = field(default_factory=dict)  # level -> operand -> tiles loaded (all inst.)
     instances: dict[str, int] = field(default_factory=dict)  # level -> instances used
+    link_load: dict[str, int] = field(default_factory=dict)  # linked operand -> elements over the busiest link
 
-    def as_tuples(self) -> dict[str, dict[str, tuple[int, int, int]]]:
-        return {lv: {t: tuple(a) for t, a in d.items()} for lv, d in self.accesses.items()}
+    def as_tuples(self, links: bool = False) -> dict[str, dict[str, tuple[int, ...]]]:
+        """``(reads, writes, network)`` per level and operand, with ``link`` appended if ``links``."""
+        return {lv: {t: tuple(a) if links else tuple(a)[:3] for t, a in d.items()} for lv, d in self.accesses.items()}
 
 
 @dataclass
@@ -86,6 +98,7 @@ class _Counts:
     reads: int = 0
     writes: int = 0
     network: int = 0
+    link: int = 0
 
 
 class _Loop(NamedTuple):
@@ -96,20 +109,23 @@ class _Loop(NamedTuple):
 
 
 def simulate_mapping(nest: LoopNest, arch: MappingArch, m: Mapping, *,
-                     tile_identity: TileIdentity = "loops") -> SimResult:
-    """Execute ``m`` on ``nest`` and ``arch`` and count every access (see the module docstring)."""
+                     tile_identity: TileIdentity = "loops", roots: MappingABC[str, int] | None = None) -> SimResult:
+    """Execute ``m`` on ``nest`` and ``arch`` and count every access (see the module docstring). ``roots``:
+    operand -> the level index where its chain ends (default: main memory), as in the cost model."""
+    root = operand_roots(arch, roots)
     errors = mapping_errors(nest, arch, m)
     if errors:
         raise ValueError("invalid mapping: " + "; ".join(errors))
     if tile_identity not in ("loops", "elements"):
         raise ValueError(f"unknown tile identity '{tile_identity}'")
-    sim = _Simulator(nest, arch, m, tile_identity)
+    sim = _Simulator(nest, arch, m, tile_identity, root)
     return sim.run()
 
 
 class _Simulator:
-    def __init__(self, nest: LoopNest, arch: MappingArch, m: Mapping, tile_identity: TileIdentity) -> None:
-        self.nest, self.arch, self.m, self.identity = nest, arch, m, tile_identity
+    def __init__(self, nest: LoopNest, arch: MappingArch, m: Mapping, tile_identity: TileIdentity,
+                 root: dict[str, int]) -> None:
+        self.nest, self.arch, self.m, self.identity, self.root = nest, arch, m, tile_identity, root
         slots = arch.slots()
         self.slots = slots
         self.tslot = {s.level: k for k, s in enumerate(slots) if s.kind == TEMPORAL}
@@ -138,6 +154,7 @@ class _Simulator:
                     xs += idx * _stride(f[d], lp.slot)
             self.x[d] = xt[:, None] + xs[None, :]
         self.elements = {t: self._element_ids(t) for t in OPERANDS}
+        self.link_load: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------------------------ geometry
     def _element_ids(self, operand: str) -> tuple[np.ndarray, int]:
@@ -193,7 +210,7 @@ class _Simulator:
         counts = {j: {t: _Counts() for t in lv.keeps} for j, lv in enumerate(arch.levels)}
         new_tiles = {lv.name: {t: 0 for t in lv.keeps} for lv in arch.levels}
         for t in OPERANDS:
-            chain: list[int | None] = [None, *arch.keeping_levels(t)]
+            chain: list[int | None] = [None, *(j for j in arch.keeping_levels(t) if j <= self.root[t])]
             for child, parent in zip(chain, chain[1:], strict=False):
                 assert parent is not None
                 tiles, new = self.child_tiles(child, t)
@@ -204,7 +221,10 @@ class _Simulator:
                     self._partial_sums(tiles, new, parents, counts, child, parent)
                 else:
                     self._read_only(tiles, new, parents, counts, child, parent, t)
-        accesses = {lv.name: {t: SimAccess(c.reads, c.writes, c.network) for t, c in sorted(counts[j].items())}
+                link = arch.link_of(t)
+                if link is not None and self._spans(child, parent, link.slots[0]):
+                    self._forward(tiles, new, child, parent, t, link.slots, counts)
+        accesses = {lv.name: {t: SimAccess(c.reads, c.writes, c.network, c.link) for t, c in sorted(counts[j].items())}
                     for j, lv in enumerate(arch.levels)}
         iters = np.zeros((self.steps, self.units), np.int64)
         for d in self.nest.dims:
@@ -217,7 +237,65 @@ class _Simulator:
             mac_units=self.units,
             new_tiles=new_tiles,
             instances={lv.name: self.units // self.units_below(j) for j, lv in enumerate(arch.levels)},
+            link_load=dict(self.link_load),
         )
+
+    # ------------------------------------------------------------------------------------------------ links
+    def _spans(self, child: int | None, parent: int, slot: int) -> bool:
+        return (-1 if child is None else self.tslot[child]) < slot < self.tslot[parent]
+
+    def _predecessors(self, child: int | None, slots: tuple[int, ...]) -> np.ndarray:
+        """For every instance of ``child`` (None: every MAC unit), the instance that is its link predecessor (-1:
+        none): PE coordinates along each linked slot are built from the instance's spatial loop indices there with
+        the placement convention (:func:`~.cost.axis_digits`); the predecessor has x-1 on a straight link,
+        (x-1, y+1) on a diagonal one, and every other spatial loop index equal."""
+        width = 1 if child is None else self.units_below(child)
+        inst = self.units // width
+        first_unit = np.arange(inst) * width
+        above = [(lp, idx[first_unit]) for lp, idx in zip(self.sloops, self.sidx, strict=True)
+                 if child is None or lp.slot > self.tslot[child]]
+        coords = []
+        for k in slots:
+            x = np.zeros(inst, np.int64)
+            weight = 1
+            for d in axis_digits(self.nest, self.arch, self.m, k):
+                digit = next(v for lp, v in above if lp.slot == k and lp.dim == d)
+                x += digit * weight
+                weight *= self.m.factors[d][k]
+            coords.append(x)
+        others = [v for lp, v in above if lp.slot not in slots]
+        index = {(tuple(int(v[i]) for v in others), tuple(int(c[i]) for c in coords)): i for i in range(inst)}
+        step = (-1,) if len(slots) == 1 else (-1, 1)
+        pred = np.full(inst, -1, np.int64)
+        for i in range(inst):
+            key = (tuple(int(v[i]) for v in others), tuple(int(c[i]) + s for c, s in zip(coords, step, strict=True)))
+            pred[i] = index.get(key, -1)
+        return pred
+
+    def _forward(self, tiles: np.ndarray, new: np.ndarray, child: int | None, parent: int, t: str,
+                 slots: tuple[int, ...], counts: dict) -> None:
+        """A PE takes its new tile over the link when its predecessor gets the identical element set in the same
+        block (I, W); for O, a PE leaving a tile passes it to its successor over the link when the successor leaves
+        the identical element set at the same moment (the successor adds it in). MACs: one element per step."""
+        active = new
+        if t == "O":
+            active = np.ones_like(new)
+            active[:-1] = new[1:]  # the blocks after which each instance leaves its tile
+        pred = self._predecessors(child, slots)
+        has = np.nonzero(pred >= 0)[0]
+        if has.size == 0:
+            return
+        mine, theirs = tiles[:, has, :], tiles[:, pred[has], :]
+        same = np.all(mine == theirs, axis=-1) & active[:, has] & active[:, pred[has]]
+        per_pair = (_row_sizes(mine) * same).sum(axis=0)
+        forwarded = int(per_pair.sum())
+        if forwarded:
+            self.link_load[t] = max(self.link_load.get(t, 0), int(per_pair.max()))
+        if child is None:
+            counts[parent][t].link += forwarded
+        else:
+            counts[child][t].link += forwarded
+            counts[child][t].network -= forwarded
 
     def _read_only(self, tiles: np.ndarray, new: np.ndarray, parents: int, counts: dict, child: int | None,
                    parent: int, t: str) -> None:
