@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from dlaopt.errors import InputError
-from dlaopt.specs import bankmap, codesign, mapping, multiaccel, pinning, systolic
+from dlaopt.specs import bankmap, codesign, fusion, mapping, multiaccel, pinning, systolic
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {s.name: s for s in (
           "BankMapProblem"),
     _spec("codesign", "Hardware-mapping co-design under an area or power budget (DiGamma, ConfuciuX)", codesign,
           "CodesignProblem"),
+    _spec("fusion", "Operator fusion: fused groups, outer tiles and inner mappings (FLAT)", fusion, "FusionProblem"),
 )}
 
 
