@@ -23,6 +23,7 @@ FINAL_LINES = {
     "constraints.ipynb": "constraints: OK",
     "systolic.ipynb": "systolic: OK",
     "codesign.ipynb": "codesign: OK",
+    "fusion.ipynb": "fusion: OK",
 }
 
 

@@ -39,6 +39,9 @@ EXPERIMENTS: dict[str, str] = {
     "flexion": "dlaopt.experiments.commands:flexion",
     "confuciux": "dlaopt.experiments.commands:confuciux",
     "digamma": "dlaopt.experiments.commands:digamma",
+    "flat": "dlaopt.experiments.commands:flat",
+    "fusion": "dlaopt.experiments.commands:fusion",
+    "polyacc": "dlaopt.experiments.commands:polyacc",
 }
 
 

@@ -363,3 +363,109 @@ def digamma(out_dir: str, models: str, platforms: str, methods: str | None, full
     if _print_json(as_json, report.rows):
         return
     _echo_report(report)
+
+
+@click.command("polyacc")
+@click.option("--out", "out_dir", default="results/polyacc", show_default=True, help="Output folder.")
+@click.option("--studies", default="table3,eyeriss", show_default=True,
+              help="Comma-separated: table3 (Table 3's six dataflows, Figs. 5-7), eyeriss (§4.2: AlexNet on the "
+              "Eyeriss-like array, Fig. 8's setting).")
+@click.option("--benchmarks", help="Comma-separated subset of Table 3's cases: gemm-os, gemm-ws, gemm-vector, "
+              "alexnet-conv2, mobilenetv2-2, resnet50-1 (default all).")
+@click.option("--layers", help="Comma-separated AlexNet layers of the Eyeriss study (default conv1,...,conv5).")
+@click.option("--objective", default="energy", show_default=True, help="Each exact solve's objective: energy, "
+              "latency or edp.")
+@click.option("--gemm-size", type=int, default=256, show_default=True, help="i = j = k of the GEMM cases.")
+@click.option("--batch", type=int, default=1, show_default=True, help="Batch of the convolution layers.")
+@click.option("--link-energy-ratio", type=float, default=0.5, show_default=True,
+              help="Energy per byte over a PE-to-PE link ÷ the NoC's.")
+@click.option("--link-bandwidth", type=float, default=None, help="Bytes per cycle per link (default unlimited, as "
+              "the NoC).")
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per exact solve, seconds.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: HiGHS').")
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+def polyacc(out_dir: str, studies: str, benchmarks: str | None, layers: str | None, objective: str, gemm_size: int,
+            batch: int, link_energy_ratio: float, link_bandwidth: float | None, time_limit: float,
+            threads: int | None, as_json: bool) -> None:
+    """Seed 004 (PolyAcc): Table 3's six dataflows (GEMM OS/WS/vector, AlexNet conv2 row stationary, MobileNet-V2
+    weight stationary, ResNet-50 ShiDianNao) and §4.2's Eyeriss setting (AlexNet conv1-conv5), each layer's
+    proven-optimal mapping under its fixed dataflow with and without PE-to-PE forwarding links: access volumes
+    (temporal, multicast, forwarded, unique), energy per level, NoC and links, latency against MACs ÷ PEs and PE
+    utilization, beside the seed's claims."""
+    from dlaopt.experiments.polyacc import ALEXNET_LAYERS, TABLE3, run_polyacc
+
+    report = run_polyacc(out_dir, studies=_csv(studies) or [], benchmarks=_csv(benchmarks) or tuple(TABLE3),
+                         layers=_csv(layers) or ALEXNET_LAYERS, objective=objective, gemm_size=gemm_size,
+                         batch=batch, link_energy_ratio=link_energy_ratio, link_bandwidth=link_bandwidth,
+                         time_limit=time_limit, threads=threads, progress=_progress(as_json))
+    if _print_json(as_json, {"rows": report.rows, "summary": report.summary}):
+        return
+    _echo_report(report)
+
+
+def _ints(value: str | None, option: str) -> list[int] | None:
+    """Comma-separated integers (``K`` suffix: x1024), or a located error naming ``option``."""
+    from dlaopt.errors import InputError
+
+    out = []
+    for v in _csv(value) or []:
+        try:
+            out.append(int(v[:-1]) * 1024 if v[-1:] in "kK" else int(v))
+        except ValueError:
+            raise InputError(f"not an integer: '{v}'", path=(option,), expected="e.g. 512,4K,16K") from None
+    return out or None
+
+
+@click.command("flat")
+@click.option("--out", "out_dir", default="results/flat", show_default=True, help="Output folder.")
+@click.option("--scale", default="quick", show_default=True,
+              help="quick: BERT and XLM at N = 512, 4K, 16K, 64K; full: BERT, TrXL, FlauBERT, T5, XLM up to 256K.")
+@click.option("--models", help="Comma-separated subset of: bert-base, trxl, flaubert, t5, xlm (overrides the scale).")
+@click.option("--seq-lens", help="Comma-separated sequence lengths, e.g. 512,4K,16K (overrides the scale).")
+@click.option("--platforms", default="edge,cloud", show_default=True,
+              help="Comma-separated: edge (flat-edge preset), cloud (flat-cloud preset).")
+@click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--time-limit", type=float, default=60.0, show_default=True, help="Per operator MILP, seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def flat(out_dir: str, scale: str, models: str | None, seq_lens: str | None, platforms: str, batch: int,
+         time_limit: float, as_json: bool) -> None:
+    """Seed 001's Appendix A (FLAT): attention models on the edge and cloud accelerators of Table A.3 — off-chip
+    traffic, runtime, energy and utilization of Naive, Flex-opt (per-operator optimum, unfused) and FLAT-opt (fused
+    L-softmax-A, optimal granularity, tile and mappings), L-A and end to end, the longest sequence each granularity
+    fits, beside Fig. A.14's speedups and energy ratios."""
+    from dlaopt.experiments.flat import run_flat
+
+    report = run_flat(out_dir, scale=scale, models=_csv(models), platforms=_csv(platforms) or [],
+                      seq_lens=_ints(seq_lens, "--seq-lens"), batch=batch, time_limit=time_limit,
+                      progress=_progress(as_json))
+    if _print_json(as_json, report.rows):
+        return
+    _echo_report(report)
+
+
+@click.command("fusion")
+@click.option("--out", "out_dir", default="results/fusion", show_default=True, help="Output folder.")
+@click.option("--scale", default="quick", show_default=True,
+              help="quick: MobileNet-V2 and a BERT-base block, groups of at most 2; full: ResNet-50 too, at most 3.")
+@click.option("--networks", help="Comma-separated subset of: resnet50, mobilenet-v2, bert-base (overrides the scale).")
+@click.option("--platforms", default="edge", show_default=True,
+              help="Comma-separated: edge (flat-edge preset), cloud (flat-cloud preset).")
+@click.option("--objectives", default="offchip", show_default=True,
+              help="Comma-separated: offchip (ties by latency), latency, energy.")
+@click.option("--max-group", type=int, default=None, help="Most operators per fused group (overrides the scale).")
+@click.option("--time-limit", type=float, default=1800.0, show_default=True, help="Per exact solve, seconds.")
+@click.option("--entry-time-limit", type=float, default=60.0, show_default=True, help="Per inner MILP, seconds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+def fusion(out_dir: str, scale: str, networks: str | None, platforms: str, objectives: str, max_group: int | None,
+           time_limit: float, entry_time_limit: float, as_json: bool) -> None:
+    """Optimal fusion groups (seed 001 Appendix A, generalised from FLAT's fixed L-A pair): for ResNet-50,
+    MobileNet-V2 and a BERT-base encoder block, the proven best cover of the operators by fused chains against
+    layer-by-layer execution — off-chip traffic saved, latency, energy and the groups chosen."""
+    from dlaopt.experiments.fusion import run_fusion
+
+    report = run_fusion(out_dir, scale=scale, networks=_csv(networks), platforms=_csv(platforms) or [],
+                        objectives=_csv(objectives) or [], max_group=max_group, time_limit=time_limit,
+                        entry_time_limit=entry_time_limit, progress=_progress(as_json))
+    if _print_json(as_json, report.rows):
+        return
+    _echo_report(report)

@@ -1,4 +1,28 @@
-"""Transformer encoders.
+"""Transformer encoders: BERT-base and the other attention models of FLAT's evaluation (seed 001, Appendix A, §A.3.1:
+BERT-base, TransformerXL, FlauBERT, T5 and XLM-MLM-En).
+
+Every model is the same encoder stack (below) with its published hyper-parameters; FLAT's experiment runs them at
+batch 64 and sequence lengths 512 … 256K (the ``seq_len`` parameter):
+
+=============  ======  ======  =====  ====  =====  ==========================================================
+zoo name       layers  hidden  heads  d     FFN    source (public configuration)
+=============  ======  ======  =====  ====  =====  ==========================================================
+``bert-base``  12      768     12     64    3072   Devlin et al. 2019, BERT-base
+``trxl``       18      1024    16     64    4096   Dai et al. 2019, Transformer-XL on WikiText-103 (the large
+                                                   model, ``transfo-xl-wt103``: n_layer 18, d_model 1024,
+                                                   n_head 16, d_head 64, d_inner 4096)
+``flaubert``   24      1024    16     64    4096   Le et al. 2020, FlauBERT-large (``flaubert_large_cased``:
+                                                   n_layers 24, emb_dim 1024, n_heads 16, FFN 4 x emb_dim)
+``t5``         6       512     8      64    2048   Raffel et al. 2020, T5-small's encoder (num_layers 6, d_model
+                                                   512, num_heads 8, d_kv 64, d_ff 2048, ReLU)
+``xlm``        12      2048    16     128   8192   Conneau & Lample 2019, XLM-MLM-En-2048 (``xlm-mlm-en-2048``:
+                                                   n_layers 12, emb_dim 2048, n_heads 16, FFN 4 x emb_dim)
+=============  ======  ======  =====  ====  =====  ==========================================================
+
+Simplifications, the same for every model (they do not change the matmul shapes FLAT studies): no embeddings,
+biases, pooler or decoder; Transformer-XL's recurrence memory (keys of the previous segment) and relative-position
+score terms are left out (its attention is the content term over the ``seq_len`` keys); T5's RMS norm is a layer
+norm; FFN activations are GELU except T5's ReLU.
 
 ``bert-base`` — Devlin et al.'s BERT-base encoder stack (12 layers, hidden 768, 12 heads, FFN 3072) without the
 embedding lookup and the pooler: the graph input ``embeddings`` holds the token embeddings as a
@@ -38,20 +62,22 @@ def _to_heads(b: NetworkBuilder, x: str, batch: int, seq: int, heads: int, d: in
     return b.reshape(x, (batch * heads, seq, d), name=f"{prefix}.batch")
 
 
-@ZOO.register("bert-base", "BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072) at sequence length 128")
-def bert_base(
+def _encoder(
+    name: str,
     *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 12,
-    seq_len: int = 128,
-    hidden: int = 768,
-    heads: int = 12,
-    ffn: int = 3072,
+    batch: int,
+    dtype_bytes: int,
+    layers: int,
+    seq_len: int,
+    hidden: int,
+    heads: int,
+    ffn: int,
+    activation: str = "gelu",
 ) -> Workload:
+    """The encoder stack of the module docstring (operator names ``encoder{i}.…``)."""
     if hidden % heads:
         raise ValueError(f"'hidden' ({hidden}) must be a multiple of 'heads' ({heads})")
-    b = new_builder("bert-base", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len,
+    b = new_builder(name, batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len,
                     hidden=hidden, heads=heads, ffn=ffn)
     d = hidden // heads
     x = b.input("embeddings", (batch * seq_len, hidden))
@@ -71,7 +97,90 @@ def bert_base(
         ctx = b.reshape(ctx, (batch * seq_len, hidden), name=f"{p}.attn.merge")
         attn = b.linear(ctx, hidden, name=f"{p}.attn.out")
         x = b.layernorm(b.add(attn, x, name=f"{p}.attn.add"), name=f"{p}.attn.norm")
-        y = b.linear(x, ffn, activation="gelu", name=f"{p}.ffn.fc1")
+        y = b.linear(x, ffn, activation=activation, name=f"{p}.ffn.fc1")
         y = b.linear(y, hidden, name=f"{p}.ffn.fc2")
         x = b.layernorm(b.add(y, x, name=f"{p}.ffn.add"), name=f"{p}.ffn.norm")
     return b.build(outputs=[x])
+
+
+@ZOO.register("bert-base", "BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072) at sequence length 128")
+def bert_base(
+    *,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+    layers: int = 12,
+    seq_len: int = 128,
+    hidden: int = 768,
+    heads: int = 12,
+    ffn: int = 3072,
+) -> Workload:
+    return _encoder("bert-base", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len,
+                    hidden=hidden, heads=heads, ffn=ffn)
+
+
+@ZOO.register("trxl", "Transformer-XL (WikiText-103 large: 18 layers, hidden 1024, 16 heads, FFN 4096), content "
+              "attention only, sequence length 512")
+def trxl(
+    *,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+    layers: int = 18,
+    seq_len: int = 512,
+    hidden: int = 1024,
+    heads: int = 16,
+    ffn: int = 4096,
+) -> Workload:
+    """Dai et al. 2019, ``transfo-xl-wt103``: n_layer 18, d_model 1024, n_head 16, d_head 64, d_inner 4096 (the
+    recurrence memory and the relative-position terms are not modelled; module docstring)."""
+    return _encoder("trxl", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
+                    heads=heads, ffn=ffn)
+
+
+@ZOO.register("flaubert", "FlauBERT-large encoder (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence length 512")
+def flaubert(
+    *,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+    layers: int = 24,
+    seq_len: int = 512,
+    hidden: int = 1024,
+    heads: int = 16,
+    ffn: int = 4096,
+) -> Workload:
+    """Le et al. 2020, ``flaubert_large_cased``: n_layers 24, emb_dim 1024, n_heads 16, FFN 4 x emb_dim, GELU."""
+    return _encoder("flaubert", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
+                    heads=heads, ffn=ffn)
+
+
+@ZOO.register("t5", "T5-small encoder (6 layers, hidden 512, 8 heads, FFN 2048, ReLU) at sequence length 512")
+def t5(
+    *,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+    layers: int = 6,
+    seq_len: int = 512,
+    hidden: int = 512,
+    heads: int = 8,
+    ffn: int = 2048,
+) -> Workload:
+    """Raffel et al. 2020, T5-small's encoder: num_layers 6, d_model 512, num_heads 8, d_kv 64, d_ff 2048, ReLU
+    (relative position biases and the decoder are not modelled)."""
+    return _encoder("t5", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
+                    heads=heads, ffn=ffn, activation="relu")
+
+
+@ZOO.register("xlm", "XLM-MLM-En-2048 encoder (12 layers, hidden 2048, 16 heads, FFN 8192) at sequence length 512")
+def xlm(
+    *,
+    batch: int = 1,
+    dtype_bytes: int = 2,
+    layers: int = 12,
+    seq_len: int = 512,
+    hidden: int = 2048,
+    heads: int = 16,
+    ffn: int = 8192,
+) -> Workload:
+    """Conneau & Lample 2019, ``xlm-mlm-en-2048``: n_layers 12, emb_dim 2048, n_heads 16 (d = 128), FFN 4 x emb_dim,
+    GELU."""
+    return _encoder("xlm", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
+                    heads=heads, ffn=ffn)
