@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
-from dlaopt.formulations.mapping.milp import UTILIZATION_TOLERANCE, MappingMilp, restricts
+from dlaopt.formulations.mapping.milp import UTILIZATION_TOLERANCE, MappingMilp, effective_capacity, restricts
 from dlaopt.formulations.mapping.space import LayerSpace
 from dlaopt.solvers.backends import solve_linear
 from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint, relative_gap
@@ -40,10 +41,15 @@ HIGHS_TOLERANCES: dict[str, float] = {}
 # tolerance on the latency cap)
 LATENCY_STEP = 1e-6
 MAX_CAPACITY_RESOLVES = 5
+# without an incumbent, the counts' value tables are cut at this multiple of a lower bound of the objective (a guessed
+# cap: exact whenever the optimum lies below it; otherwise the mapping found becomes the incumbent and caps a re-solve)
+CAP_GUESS = 4.0
 # the MILP's value of its solution and the cost model's must agree to this (relative): the secant rows hold within the
 # solver's feasibility tolerance (1e-7 on counts scaled to at most 1), which sums to ~1e-6 of the objective
 MODEL_TOLERANCE = 1e-5
 BROKEN_SPACE = "the MILP's mapping breaks the constraints"
+RootsArg = MappingABC[str, int] | None  # operand -> the level its chain ends at (see the cost model)
+LimitsArg = MappingABC[tuple[int, str], float] | None  # (level, memory) -> bytes the tiles may use there
 
 
 def _unscaled(br: BackendResult, scale: float) -> BackendResult:
@@ -55,16 +61,20 @@ def _unscaled(br: BackendResult, scale: float) -> BackendResult:
                                    bound=None if p.bound is None else p.bound * scale) for p in br.trace])
 
 
-def _over_capacity(nest: LoopNest, arch: MappingArch, m: Mapping) -> dict[tuple[int, str], int]:
-    """Stores whose tiles exceed their capacity under ``m``: (level, memory) -> bytes used."""
-    r = evaluate_mapping(nest, arch, m)
+def _over_capacity(nest: LoopNest, arch: MappingArch, m: Mapping, roots: RootsArg = None,
+                   capacity_limits: LimitsArg = None) -> dict[tuple[int, str], int]:
+    """Stores whose tiles exceed their capacity (or limit) under ``m``: (level, memory) -> bytes used (an operand's
+    tile at or above its root is not counted)."""
+    r = evaluate_mapping(nest, arch, m, check_capacity=False, roots=roots, capacity_limits=capacity_limits)
+    top = {t: (roots or {}).get(t, arch.top) for t in "IWO"}
     out: dict[tuple[int, str], int] = {}
     for j, lv in enumerate(arch.levels[:-1]):
         for store in lv.stores:
-            if store.capacity_bytes is None:
+            cap = effective_capacity(j, store, capacity_limits)
+            if cap is None:
                 continue
-            used = sum(r.tile_bytes.get(lv.name, {}).get(t, 0) for t in store.operands)
-            if used > store.capacity_bytes:
+            used = sum(r.tile_bytes.get(lv.name, {}).get(t, 0) for t in store.operands if j < top[t])
+            if used > cap:
                 out[j, store.memory] = used
     return out
 
@@ -127,30 +137,38 @@ def outside_space(nest: LoopNest, arch: MappingArch, space: LayerSpace | None, m
     return out
 
 
-def _value(nest: LoopNest, arch: MappingArch, m: Mapping | None, objective: str) -> float | None:
+def _value(nest: LoopNest, arch: MappingArch, m: Mapping | None, objective: str, roots: RootsArg = None,
+           capacity_limits: LimitsArg = None) -> float | None:
     if m is None:
         return None
-    r = evaluate_mapping(nest, arch, m)
+    r = evaluate_mapping(nest, arch, m, roots=roots, capacity_limits=capacity_limits)
     return r.objective(objective) if r.valid else None
 
 
 def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Mapping | None,
                  options: SolveOptions, solver: str = "highs", latency_limit: float | None = None,
-                 energy_cap: float | None = None, space: LayerSpace | None = None) -> LayerExact:
-    """Minimise energy or latency with one MILP (optionally under a latency cap), within ``space``."""
+                 energy_cap: float | None = None, space: LayerSpace | None = None, roots: RootsArg = None,
+                 capacity_limits: LimitsArg = None) -> LayerExact:
+    """Minimise energy or latency with one MILP (optionally under a latency cap), within ``space``; ``roots`` and
+    ``capacity_limits`` as in :func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`."""
     t0 = time.perf_counter()
+
+    def value(m: Mapping | None, obj: str) -> float | None:
+        return _value(nest, arch, m, obj, roots, capacity_limits)
+
     if warm is not None and outside_space(nest, arch, space, warm):
         warm = None
-    warm_value = _value(nest, arch, warm, objective)
+    warm_value = value(warm, objective)
     if warm is not None and latency_limit is not None:
-        lat = _value(nest, arch, warm, "latency")
+        lat = value(warm, "latency")
         if lat is None or lat > latency_limit:
             warm, warm_value = None, None
-    limits: dict[tuple[int, str], int] = {}
+    limits: dict[tuple[int, str], float] = dict(capacity_limits or {})
     solves = 0
     while True:
         mm = MappingMilp(nest, arch, objective, cap=warm_value, latency_limit=latency_limit, energy_cap=energy_cap,
-                         capacity_limits=limits, space=space)
+                         capacity_limits=limits, space=space, roots=roots,
+                         cap_guess=CAP_GUESS if warm_value is None else None)
         if mm.infeasible is not None:
             return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
                               mm.infeasible)
@@ -169,14 +187,23 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
         if br.x is None:
             break
         m = mm.decode(br.x)
-        over = _over_capacity(nest, arch, m)
+        over = _over_capacity(nest, arch, m, roots, limits)
         if over and solves < MAX_CAPACITY_RESOLVES:
             # a capacity row held only within the solver's tolerance: exclude that usage and solve again
             for key, used in over.items():
                 limits[key] = min(limits.get(key, used), used - 1)
             continue
+        if mm.cap_guessed and br.objective is not None and br.objective > mm.cap * (1 + 1e-9):
+            # the optimum lies above the guessed cap, where the model may claim less than the counts: the mapping
+            # found is an incumbent, whose value caps the tables of the next solve (the next solve is proven)
+            found = value(m, objective)
+            if found is not None and (latency_limit is None or (value(m, "latency") or math.inf) <= latency_limit):
+                warm, warm_value = m, found
+                continue
+            if out.status == Status.OPTIMAL:  # not proven: the model may claim less than the counts above the cap
+                out.status, out.bound = Status.FEASIBLE, None
         out.mapping, out.model_objective = m, br.objective
-        out.objective = _value(nest, arch, m, objective)
+        out.objective = value(m, objective)
         if out.objective is None:
             out.status, out.message = Status.ERROR, "the decoded mapping is rejected by the cost model"
         elif broken := outside_space(nest, arch, space, m):  # never returned: the model is wrong
@@ -206,25 +233,34 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
 
 def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list[Mapping] | None = None,
                 options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500,
-                space: LayerSpace | None = None) -> LayerExact:
+                space: LayerSpace | None = None, roots: RootsArg = None,
+                capacity_limits: LimitsArg = None) -> LayerExact:
     """The optimum of one layer for ``objective`` (energy, latency or edp) on ``arch``, among the mappings that
     keep ``space`` (its factor bounds, spatial allowances, order chains and minimum utilization; its ``archs`` are
-    the caller's business). Warm starts outside the space are ignored."""
+    the caller's business). Warm starts outside the space are ignored. ``roots`` (operand -> the level its chain
+    ends at) and ``capacity_limits`` ((level, memory) -> bytes) are the cost model's
+    (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`)."""
     options = options or SolveOptions()
     warm = [m for m in (warm or [])
-            if _value(nest, arch, m, objective) is not None and not outside_space(nest, arch, space, m)]
-    best_warm = min(warm, key=lambda m: _value(nest, arch, m, objective)) if warm else None  # type: ignore[arg-type,return-value]
+            if _value(nest, arch, m, objective, roots, capacity_limits) is not None
+            and not outside_space(nest, arch, space, m)]
+    best_warm = min(warm, key=lambda m: _value(nest, arch, m, objective, roots, capacity_limits)) if warm else None  # type: ignore[arg-type,return-value]
     if objective in ("energy", "latency"):
-        return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver, space=space)
+        return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver, space=space,
+                            roots=roots, capacity_limits=capacity_limits)
     if objective != "edp":
         raise ValueError(f"unknown mapping objective '{objective}'")
-    return _solve_edp(nest, arch, warm, options, solver, max_solves, space)
+    return _solve_edp(nest, arch, warm, options, solver, max_solves, space, roots, capacity_limits)
 
 
 def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
-               max_solves: int, space: LayerSpace | None = None) -> LayerExact:
+               max_solves: int, space: LayerSpace | None = None, roots: RootsArg = None,
+               capacity_limits: LimitsArg = None) -> LayerExact:
     """EDP by bisection over latency caps (see the module docstring)."""
     t0 = time.perf_counter()
+
+    def value(m: Mapping | None, objective: str) -> float | None:
+        return _value(nest, arch, m, objective, roots, capacity_limits)
 
     def left() -> float | None:
         return None if options.time_limit is None else options.time_limit - (time.perf_counter() - t0)
@@ -234,7 +270,7 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
 
     def offer(m: Mapping | None) -> None:
         nonlocal best_m, best
-        v = _value(nest, arch, m, "edp")
+        v = value(m, "edp")
         if v is not None and v < best:
             best_m, best = m, v
 
@@ -253,17 +289,19 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     def energy_under(cap: float | None) -> LayerExact:
         nonlocal solves
         fitting = [m for m in ([best_m] if best_m is not None else []) + warm
-                   if cap is None or (_value(nest, arch, m, "latency") or math.inf) <= cap]
+                   if cap is None or (value(m, "latency") or math.inf) <= cap]
         sub = solve_single(nest, arch, "energy", warm=fitting[0] if fitting else None,
                            options=_with_time(options, left()), solver=solver, latency_limit=cap,
-                           energy_cap=best / l_lb if math.isfinite(best) else None, space=space)
+                           energy_cap=best / l_lb if math.isfinite(best) else None, space=space, roots=roots,
+                           capacity_limits=capacity_limits)
         solves += sub.solves
         note(sub)
         offer(sub.mapping)
         return sub
 
-    lat_warm = min(warm, key=lambda m: _value(nest, arch, m, "latency")) if warm else None  # type: ignore[arg-type,return-value]
-    lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver, space=space)
+    lat_warm = min(warm, key=lambda m: value(m, "latency")) if warm else None  # type: ignore[arg-type,return-value]
+    lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver, space=space,
+                        roots=roots, capacity_limits=capacity_limits)
     solves += lmin.solves
     note(lmin)
     if lmin.status == Status.INFEASIBLE and best_m is None:
@@ -281,7 +319,7 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
                           "no mapping found for the least energy")
     # points (cap, e): every mapping with latency <= cap has energy >= e. Mappings slower than the least-energy
     # mapping are dominated by it. Interval (c[i-1], c[i]] has EDP >= e[i] * c[i-1].
-    l_top = _value(nest, arch, top.mapping, "latency")
+    l_top = value(top.mapping, "latency")
     assert l_top is not None
     points: list[tuple[float, float]] = [(l_top, top.bound)]
     status, message = Status.OPTIMAL, ""
@@ -314,7 +352,7 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
             break
         exact_points = exact_points and sub.status == Status.OPTIMAL
         new = [(mid, sub.bound)]
-        l_sub = _value(nest, arch, sub.mapping, "latency") if sub.mapping is not None else None
+        l_sub = value(sub.mapping, "latency") if sub.mapping is not None else None
         if l_sub is not None and l_sub < mid and sub.status == Status.OPTIMAL:
             new.insert(0, (l_sub, sub.bound))  # (l_sub, mid] holds nothing better than that mapping
         points[i:i] = new

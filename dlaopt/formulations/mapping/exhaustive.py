@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from collections.abc import Mapping as MappingABC
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
 from dlaopt.formulations.mapping.cost import evaluate_mapping
@@ -76,13 +77,16 @@ def space_size(nest: LoopNest, arch: MappingArch, *, stop_at: int | None = None)
     return total
 
 
-def exhaustive(nest: LoopNest, arch: MappingArch, objective: str, *, limit: int = 2_000_000) -> Mapping | None:
-    """The optimum by enumeration (ties broken by enumeration order); ``None`` if no mapping fits."""
+def exhaustive(nest: LoopNest, arch: MappingArch, objective: str, *, limit: int = 2_000_000,
+               roots: MappingABC[str, int] | None = None,
+               capacity_limits: MappingABC[tuple[int, str], float] | None = None) -> Mapping | None:
+    """The optimum by enumeration (ties broken by enumeration order); ``None`` if no mapping fits. ``roots`` and
+    ``capacity_limits`` are passed to the cost model (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`)."""
     if space_size(nest, arch, stop_at=limit) > limit:
         raise SpaceTooLarge(f"layer {nest.name}: more than {limit} mappings to enumerate")
     best: tuple[float, Mapping] | None = None
     for m in all_mappings(nest, arch):
-        r = evaluate_mapping(nest, arch, m)
+        r = evaluate_mapping(nest, arch, m, roots=roots, capacity_limits=capacity_limits)
         if r.valid:
             v = r.objective(objective)
             if best is None or v < best[0]:
@@ -171,7 +175,9 @@ def constrained_space_size(nest: LoopNest, space: LayerSpace, *, stop_at: int | 
     return total
 
 
-def exhaustive_in_space(nest: LoopNest, space: LayerSpace, objective: str, *, limit: int = 2_000_000
+def exhaustive_in_space(nest: LoopNest, space: LayerSpace, objective: str, *, limit: int = 2_000_000,
+                        roots: MappingABC[str, int] | None = None,
+                        capacity_limits: MappingABC[tuple[int, str], float] | None = None
                         ) -> tuple[Mapping, tuple[int, int] | None] | None:
     """The optimum over ``space`` by enumeration, with the PE-array shape of its architecture choice (ties broken by
     choice, then enumeration order); ``None`` if no mapping in the space fits. A space with alternatives
@@ -181,7 +187,7 @@ def exhaustive_in_space(nest: LoopNest, space: LayerSpace, objective: str, *, li
     best: tuple[float, Mapping, tuple[int, int] | None] | None = None
     for alt, choice in [(a, c) for a in space.choices for c in a.archs]:
         for m in constrained_mappings(nest, choice.arch, alt):
-            r = evaluate_mapping(nest, choice.arch, m)
+            r = evaluate_mapping(nest, choice.arch, m, roots=roots, capacity_limits=capacity_limits)
             if r.valid:
                 v = r.objective(objective)
                 if best is None or v < best[0]:

@@ -37,15 +37,16 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass
 from functools import cache
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, Slot, Store
-from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping
+from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping, operand_roots
 from dlaopt.formulations.mapping.loopnest import LoopNest, divisors, prime_factors
 from dlaopt.formulations.mapping.mapping import Mapping
+from dlaopt.formulations.mapping.milp import effective_capacity
 from dlaopt.formulations.mapping.space import LayerSpace
 
 Factors = dict[str, tuple[int, ...]]
@@ -242,43 +243,59 @@ def complete_mapping(
 
 
 # ================================================================================================== capacity
-def _level_usage(nest: LoopNest, store: Store, tile: MappingABC[str, int]) -> int:
-    return sum(nest.footprint(t, tile) * nest.operand(t).word_bytes for t in sorted(store.operands))
+Roots = MappingABC[str, int] | None  # operand -> the level its chain ends at (see the cost model's "Roots")
+Limits = MappingABC[tuple[int, str], float] | None  # (level, memory) -> bytes the tiles may use there
+
+
+def _level_usage(nest: LoopNest, operands: Iterable[str], tile: MappingABC[str, int]) -> int:
+    return sum(nest.footprint(t, tile) * nest.operand(t).word_bytes for t in sorted(operands))
 
 
 def _level_tile(nest: LoopNest, factors: MappingABC[str, Sequence[int]], tslot: int) -> dict[str, int]:
     return {d: math.prod(factors[d][: tslot + 1]) for d in nest.dims}
 
 
-def capacity_overflows(
-    nest: LoopNest, arch: MappingArch, factors: MappingABC[str, Sequence[int]]
-) -> list[tuple[int, str, int, int]]:
-    """``(level, memory, bytes needed, capacity)`` of every bounded store whose tiles do not fit — the cost model's
-    capacity check (its module docstring: ``sum_{t in store} D_j(t) * bytes_t <= capacity``), without the rest of
-    the evaluation."""
+def checked_stores(arch: MappingArch, roots: Roots = None, capacity_limits: Limits = None
+                   ) -> list[tuple[int, Store, tuple[str, ...], float]]:
+    """``(level, store, operands counted, capacity)`` of every store the cost model checks: levels below main memory,
+    bounded by their capacity or a limit (the smaller), counting the operands held below their root."""
+    root = operand_roots(arch, roots)
     out = []
     for j in range(arch.top):
-        tile = _level_tile(nest, factors, arch.temporal_slot(j))
         for store in arch.levels[j].stores:
-            if store.capacity_bytes is None:
-                continue
-            used = _level_usage(nest, store, tile)
-            if used > store.capacity_bytes:
-                out.append((j, store.memory, used, store.capacity_bytes))
+            cap = effective_capacity(j, store, capacity_limits)
+            held = tuple(sorted(t for t in store.operands if j < root[t]))
+            if cap is not None and held:
+                out.append((j, store, held, cap))
     return out
 
 
-def fits(nest: LoopNest, arch: MappingArch, factors: MappingABC[str, Sequence[int]]) -> bool:
+def capacity_overflows(
+    nest: LoopNest, arch: MappingArch, factors: MappingABC[str, Sequence[int]], *, roots: Roots = None,
+    capacity_limits: Limits = None,
+) -> list[tuple[int, str, int, float]]:
+    """``(level, memory, bytes needed, capacity)`` of every bounded store whose tiles do not fit — the cost model's
+    capacity check (its module docstring: ``sum_{t in store} D_j(t) * bytes_t <= capacity``, with ``roots`` and
+    ``capacity_limits``), without the rest of the evaluation."""
+    out = []
+    for j, store, held, cap in checked_stores(arch, roots, capacity_limits):
+        used = _level_usage(nest, held, _level_tile(nest, factors, arch.temporal_slot(j)))
+        if used > cap:
+            out.append((j, store.memory, used, cap))
+    return out
+
+
+def fits(nest: LoopNest, arch: MappingArch, factors: MappingABC[str, Sequence[int]], *, roots: Roots = None,
+         capacity_limits: Limits = None) -> bool:
     """Whether every buffer holds its tiles (see :func:`capacity_overflows`)."""
-    for j in range(arch.top):
-        tile = _level_tile(nest, factors, arch.temporal_slot(j))
-        for store in arch.levels[j].stores:
-            if store.capacity_bytes is not None and _level_usage(nest, store, tile) > store.capacity_bytes:
-                return False
+    for j, _, held, cap in checked_stores(arch, roots, capacity_limits):
+        if _level_usage(nest, held, _level_tile(nest, factors, arch.temporal_slot(j))) > cap:
+            return False
     return True
 
 
-def fit_capacity(nest: LoopNest, arch: MappingArch, mapping: Mapping) -> Mapping | None:
+def fit_capacity(nest: LoopNest, arch: MappingArch, mapping: Mapping, *, roots: Roots = None,
+                 capacity_limits: Limits = None) -> Mapping | None:
     """Repair a structurally valid mapping so that every buffer holds its tiles, or ``None`` if impossible.
 
     Levels are fixed innermost first. While a store of level ``j`` overflows, one prime factor of a dimension
@@ -286,34 +303,31 @@ def fit_capacity(nest: LoopNest, arch: MappingArch, mapping: Mapping) -> Mapping
     spatial) to ``T(j+1)``: the dimension is the one whose level-``j`` tile shrinking by its smallest prime frees the
     most bytes. Such a move shrinks the tiles of level ``j`` and below and leaves those of the levels above
     unchanged, so one pass suffices; it fails only when a level cannot hold a single element of its operands. Loop
-    orders are kept."""
+    orders are kept. ``roots`` and ``capacity_limits`` as in the cost model."""
     ts = _tslots(arch)
     fs = {d: list(f) for d, f in mapping.factors.items()}
-    for j in range(arch.top):
+    for j, _, held, cap in checked_stores(arch, roots, capacity_limits):
         tj, dest = ts[j], ts[j + 1]
-        for store in arch.levels[j].stores:
-            if store.capacity_bytes is None:
-                continue
-            relevant = [d for d in nest.dims if any(d in nest.operand(t).dims for t in store.operands)]
-            while True:
-                tile = _level_tile(nest, fs, tj)
-                used = _level_usage(nest, store, tile)
-                if used <= store.capacity_bytes:
-                    break
-                best: tuple[int, str, int] | None = None  # (bytes after the move, dim, prime)
-                for d in relevant:
-                    if tile[d] == 1:
-                        continue
-                    p = _primes(tile[d])[0]
-                    after = _level_usage(nest, store, {**tile, d: tile[d] // p})
-                    if best is None or after < best[0]:
-                        best = (after, d, p)
-                if best is None:
-                    return None
-                _, d, p = best
-                k = next(k for k in range(tj, -1, -1) if fs[d][k] % p == 0)
-                fs[d][k] //= p
-                fs[d][dest] *= p
+        relevant = [d for d in nest.dims if any(d in nest.operand(t).dims for t in held)]
+        while True:
+            tile = _level_tile(nest, fs, tj)
+            used = _level_usage(nest, held, tile)
+            if used <= cap:
+                break
+            best: tuple[int, str, int] | None = None  # (bytes after the move, dim, prime)
+            for d in relevant:
+                if tile[d] == 1:
+                    continue
+                p = _primes(tile[d])[0]
+                after = _level_usage(nest, held, {**tile, d: tile[d] // p})
+                if best is None or after < best[0]:
+                    best = (after, d, p)
+            if best is None:
+                return None
+            _, d, p = best
+            k = next(k for k in range(tj, -1, -1) if fs[d][k] % p == 0)
+            fs[d][k] //= p
+            fs[d][dest] *= p
     return Mapping({d: tuple(f) for d, f in fs.items()}, mapping.orders)
 
 
@@ -326,8 +340,10 @@ class SpaceRules:
     utilization — or gives up (``None``). :attr:`rejections` counts, per constraint label, the candidates the check
     or the projection turned away (what a heuristic that finds nothing reports)."""
 
-    def __init__(self, nest: LoopNest, arch: MappingArch, space: LayerSpace) -> None:
+    def __init__(self, nest: LoopNest, arch: MappingArch, space: LayerSpace, *, roots: Roots = None,
+                 capacity_limits: Limits = None) -> None:
         self.nest, self.arch, self.space = nest, arch, space
+        self.roots, self.capacity_limits = roots, capacity_limits  # the cost model's, for the capacity repair
         self.slots = arch.slots()
         K = len(self.slots)
         self.ts = _tslots(arch)
@@ -612,36 +628,33 @@ class SpaceRules:
         bound takes it. ``None`` when no such move frees the overflowing store (or the result leaves the space)."""
         nest, arch = self.nest, self.arch
         fs = {d: list(f) for d, f in m.factors.items()}
-        for j in range(arch.top):
+        for j, _, held, cap in checked_stores(arch, self.roots, self.capacity_limits):
             tj = self.ts[j]
-            for store in arch.levels[j].stores:
-                if store.capacity_bytes is None:
-                    continue
-                relevant = [d for d in nest.dims if any(d in nest.operand(t).dims for t in store.operands)]
-                while True:
-                    tile = _level_tile(nest, fs, tj)
-                    if _level_usage(nest, store, tile) <= store.capacity_bytes:
-                        break
-                    best: tuple[int, str, int, int, int] | None = None  # (bytes after, dim, prime, from, to)
-                    for d in relevant:
-                        if tile[d] == 1:
+            relevant = [d for d in nest.dims if any(d in nest.operand(t).dims for t in held)]
+            while True:
+                tile = _level_tile(nest, fs, tj)
+                if _level_usage(nest, held, tile) <= cap:
+                    break
+                best: tuple[int, str, int, int, int] | None = None  # (bytes after, dim, prime, from, to)
+                for d in relevant:
+                    if tile[d] == 1:
+                        continue
+                    for p in _primes(tile[d]):
+                        src = next((k for k in range(tj, -1, -1) if fs[d][k] % p == 0
+                                    and fs[d][k] // p >= self.lo[d][k]), None)
+                        dest = next((t for t in self.ts[j + 1:] if self.hi[d][t] is None
+                                     or fs[d][t] * p <= self.hi[d][t]), None)  # type: ignore[operator]
+                        if src is None or dest is None:
                             continue
-                        for p in _primes(tile[d]):
-                            src = next((k for k in range(tj, -1, -1) if fs[d][k] % p == 0
-                                        and fs[d][k] // p >= self.lo[d][k]), None)
-                            dest = next((t for t in self.ts[j + 1:] if self.hi[d][t] is None
-                                         or fs[d][t] * p <= self.hi[d][t]), None)  # type: ignore[operator]
-                            if src is None or dest is None:
-                                continue
-                            after = _level_usage(nest, store, {**tile, d: tile[d] // p})
-                            if best is None or after < best[0]:
-                                best = (after, d, p, src, dest)
-                            break
-                    if best is None:
-                        return None
-                    _, d, p, src, dest = best
-                    fs[d][src] //= p
-                    fs[d][dest] *= p
+                        after = _level_usage(nest, held, {**tile, d: tile[d] // p})
+                        if best is None or after < best[0]:
+                            best = (after, d, p, src, dest)
+                        break
+                if best is None:
+                    return None
+                _, d, p, src, dest = best
+                fs[d][src] //= p
+                fs[d][dest] *= p
         out = Mapping({d: tuple(f) for d, f in fs.items()}, m.orders)
         return out if self.ok(out) else None
 
@@ -657,12 +670,15 @@ def mapping_key(nest: LoopNest, arch: MappingArch, m: Mapping) -> tuple:
 class Evaluator:
     """Scores mappings with the cost model, caching by :func:`mapping_key`, counting evaluations (cache misses,
     including capacity-invalid candidates, which skip the cost model) and remembering the best valid mapping.
-    ``budget`` (evaluations) and ``time_limit`` (seconds from construction) make :attr:`exhausted` true."""
+    ``budget`` (evaluations) and ``time_limit`` (seconds from construction) make :attr:`exhausted` true. ``roots``
+    and ``capacity_limits`` go to the cost model (and its capacity pre-check)."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, budget: int | None = None,
-                 time_limit: float | None = None, rules: SpaceRules | None = None) -> None:
+                 time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+                 capacity_limits: Limits = None) -> None:
         _check_objective(objective)
         self.nest, self.arch, self.objective = nest, arch, objective
+        self.roots, self.capacity_limits = roots, capacity_limits
         self.rules = rules  # a constrained space: candidates outside it score inf (counted in rules.rejections)
         self.budget = budget
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -689,9 +705,9 @@ class Evaluator:
         broken = self.rules.violations(m, first=True) if self.rules is not None else None
         if broken:
             self.rules.reject(broken[0])  # type: ignore[union-attr]
-        elif fits(self.nest, self.arch, m.factors):
+        elif self.fits(m.factors):
             self.cost_model_calls += 1
-            report = evaluate_mapping(self.nest, self.arch, m)
+            report = evaluate_mapping(self.nest, self.arch, m, roots=self.roots, capacity_limits=self.capacity_limits)
             if report.valid:
                 v = float(report.objective(self.objective))
         self.cache[key] = v
@@ -699,19 +715,31 @@ class Evaluator:
             self.best_value, self.best = v, m
         return v
 
+    def fits(self, factors: MappingABC[str, Sequence[int]]) -> bool:
+        """:func:`fits` with this evaluator's roots and capacity limits."""
+        return fits(self.nest, self.arch, factors, roots=self.roots, capacity_limits=self.capacity_limits)
+
+    def fit_capacity(self, m: Mapping) -> Mapping | None:
+        """:func:`fit_capacity` (within the space, if any) with this evaluator's roots and capacity limits."""
+        if self.rules is not None:
+            return self.rules.fit_capacity(m)
+        return fit_capacity(self.nest, self.arch, m, roots=self.roots, capacity_limits=self.capacity_limits)
+
 
 # ================================================================================================== random search
 def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples: int, seed: int,
-                  time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
+                  time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+                  capacity_limits: Limits = None) -> Mapping | None:
     """Timeloop's random mapper: the best valid mapping among ``samples`` random ones (:func:`sample_mapping`:
     uniform random factorizations that respect the spatial axes by construction, random permutations). Samples that
     overflow a buffer are rejected but count as samples, as do repeated ones. Departure from Timeloop's
     Random-Pruned: no pruning of equivalent permutations (repeats are merely not re-evaluated).
 
     In a constrained space (``rules``) each sample is projected into it (:meth:`SpaceRules.project`); a sample the
-    projection gives up on counts as a sample."""
+    projection gives up on counts as a sample. ``roots`` and ``capacity_limits`` go to the cost model."""
     rng = random.Random(seed)
-    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules)
+    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules, roots=roots,
+                   capacity_limits=capacity_limits)
     for _ in range(samples):
         if ev.exhausted:
             break
@@ -762,8 +790,9 @@ class _Gamma:
     """Decoding and the evolution operators of :func:`gamma`."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, rng: random.Random, rate: float,
-                 rules: SpaceRules | None = None) -> None:
+                 rules: SpaceRules | None = None, ev: Evaluator | None = None) -> None:
         self.nest, self.arch, self.rng, self.rate = nest, arch, rng, rate
+        self.ev = ev  # its roots and capacity limits drive the capacity repair
         self.rules = rules  # a constrained space: decoded individuals are projected into it
         self.slots: tuple[Slot, ...] = arch.slots()
         self.ts = _tslots(arch)
@@ -860,8 +889,11 @@ class _Gamma:
             self.rng.shuffle(o)
             orders.append(o)
         g = Genome(par, depth, tiles, orders)
-        fixed = (fit_capacity(self.nest, self.arch, self.decode(g)) if self.rules is None
-                 else self.rules.fit_capacity(self.decode(g)))
+        if self.ev is not None:
+            fixed = self.ev.fit_capacity(self.decode(g))
+        else:
+            fixed = (fit_capacity(self.nest, self.arch, self.decode(g)) if self.rules is None
+                     else self.rules.fit_capacity(self.decode(g)))
         return g if fixed is None else self.encode(fixed, g.depth, g.par)
 
     # ---------------------------------------------------------------------------------------- operators
@@ -958,6 +990,8 @@ def gamma(
     time_limit: float | None = None,
     evaluations: int | None = None,
     rules: SpaceRules | None = None,
+    roots: Roots = None,
+    capacity_limits: Limits = None,
 ) -> Mapping | None:
     """GAMMA (seed 001 Chapter 4): a genetic algorithm over :class:`Genome` individuals.
 
@@ -970,7 +1004,8 @@ def gamma(
     keeps the parents distinct: without it the population collapses onto copies of a few mappings within ~15
     generations). When no individual is valid, the population is re-initialized (GAMMA's restart).
     ``evaluations`` bounds the number of distinct mappings scored (cache misses, see :class:`Evaluator`) and
-    ``time_limit`` the wall-clock seconds; the best valid mapping ever evaluated is returned.
+    ``time_limit`` the wall-clock seconds; the best valid mapping ever evaluated is returned. ``roots`` and
+    ``capacity_limits`` go to the cost model (and the capacity repair of the initial individuals).
 
     Departures from the seed, forced by dlaopt's fixed hierarchy or made for efficiency:
 
@@ -997,8 +1032,9 @@ def gamma(
     if population < 2:
         raise ValueError("the population needs at least two individuals")
     rng = random.Random(seed)
-    ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit, rules=rules)
-    ga = _Gamma(nest, arch, rng, rates, rules)
+    ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit, rules=rules, roots=roots,
+                   capacity_limits=capacity_limits)
+    ga = _Gamma(nest, arch, rng, rates, rules, ev)
     num_elites = max(1, int(population * ELITE_RATIO))
     num_parents = max(2, int(population * PARENTS_RATIO))
 
@@ -1174,7 +1210,7 @@ def greedy_tiles(ev: Evaluator, start: Mapping) -> Mapping:
                         fs[ts[j]] //= p
                         fs[ts[i]] *= p
                         cand = Mapping({**cur.factors, d: tuple(fs)}, cur.orders)
-                        if ev.exhausted or not fits(nest, arch, cand.factors) or (
+                        if ev.exhausted or not ev.fits(cand.factors) or (
                                 ev.rules is not None and not ev.rules.ok(cand)):
                             continue
                         v = ev.value(cand)
@@ -1192,7 +1228,8 @@ def greedy_tiles(ev: Evaluator, start: Mapping) -> Mapping:
 
 
 def dataflow(nest: LoopNest, arch: MappingArch, name: str, objective: str, *,
-             time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
+             time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+             capacity_limits: Limits = None) -> Mapping | None:
     """A fixed dataflow (seed 001 §4.4.1) with greedily chosen tile sizes: :func:`dataflow_mapping` fixes the
     dimensions on the PE array's axes (the largest divisor that fits), on the MAC fanout and the loop orders, then
     :func:`greedy_tiles` moves temporal factors inwards from main memory. If the template's spatial factors alone
@@ -1200,16 +1237,18 @@ def dataflow(nest: LoopNest, arch: MappingArch, name: str, objective: str, *,
     cannot hold one element of each operand it keeps).
 
     Departure from the seed: GAMMA's baselines had hand-set tile sizes fitting the local buffers; here the tile sizes
-    are chosen by the greedy against the cost model and ``objective``."""
+    are chosen by the greedy against the cost model and ``objective``. ``roots`` and ``capacity_limits`` go to the
+    cost model (and the capacity repair)."""
     _check_objective(objective)
+    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules, roots=roots,
+                   capacity_limits=capacity_limits)
     if rules is None:
-        start = fit_capacity(nest, arch, dataflow_mapping(nest, arch, name))
+        start = ev.fit_capacity(dataflow_mapping(nest, arch, name))
     else:  # a constrained space: the template projected into it, the capacity repair kept within it
         projected = rules.project(dataflow_mapping(nest, arch, name))
         start = None if projected is None else rules.fit_capacity(projected)
     if start is None:
         return None
-    ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules)
     if ev.value(start) == math.inf:  # the cost model disagrees with the capacity repair: nothing to improve on
         return None
     return greedy_tiles(ev, start)
@@ -1223,30 +1262,34 @@ DEFAULT_GENERATIONS = 50
 
 
 def _random(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-            time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
+            time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+            capacity_limits: Limits = None) -> Mapping | None:
     return random_search(nest, arch, objective, samples=DEFAULT_RANDOM_SAMPLES if budget is None else budget,
-                         seed=seed, time_limit=time_limit, rules=rules)
+                         seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits)
 
 
 def _ga(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-        time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
+        time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+        capacity_limits: Limits = None) -> Mapping | None:
     """Default: population 200 x 50 generations. With a ``budget`` (evaluations), the population is
     ``min(200, max(8, budget // 10))`` and generations run until the budget is spent (at most 4x the budget's worth
     of generations, in case the population converges onto already-evaluated mappings)."""
     if budget is None:
         return gamma(nest, arch, objective, population=DEFAULT_POPULATION, generations=DEFAULT_GENERATIONS,
-                     seed=seed, time_limit=time_limit, rules=rules)
+                     seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits)
     population = min(DEFAULT_POPULATION, max(8, budget // 10))
     generations = max(DEFAULT_GENERATIONS, 4 * -(-budget // population))
     return gamma(nest, arch, objective, population=population, generations=generations, seed=seed,
-                 time_limit=time_limit, evaluations=budget, rules=rules)
+                 time_limit=time_limit, evaluations=budget, rules=rules, roots=roots, capacity_limits=capacity_limits)
 
 
 def _dataflow_heuristic(name: str) -> Heuristic:
     def run(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
-            time_limit: float | None = None, rules: SpaceRules | None = None) -> Mapping | None:
+            time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
+            capacity_limits: Limits = None) -> Mapping | None:
         del seed, budget  # deterministic, self-terminating
-        return dataflow(nest, arch, name, objective, time_limit=time_limit, rules=rules)
+        return dataflow(nest, arch, name, objective, time_limit=time_limit, rules=rules, roots=roots,
+                        capacity_limits=capacity_limits)
 
     run.__doc__ = f"The {name}-like fixed dataflow with greedy tile sizes (seed and budget unused)."
     run.__name__ = f"dataflow_{name}"
@@ -1274,11 +1317,13 @@ class SpaceResult:
 
 
 def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str, *, seed: int = 0,
-                 budget: int | None = None, time_limit: float | None = None) -> SpaceResult:
+                 budget: int | None = None, time_limit: float | None = None, roots: Roots = None,
+                 capacity_limits: Limits = None) -> SpaceResult:
     """Heuristic ``method`` on every architecture choice of ``space`` (the sample or evaluation budget and the time
     limit shared evenly among them), each run kept within the space (:class:`SpaceRules`); the best valid mapping
     (the first choice on ties). With nothing valid, ``reason`` names the layer and the constraint that turned away
-    the most candidates. A space with alternatives (``one_of``) runs on every architecture choice of each."""
+    the most candidates. A space with alternatives (``one_of``) runs on every architecture choice of each.
+    ``roots`` and ``capacity_limits`` go to the cost model on every choice (level indices of its architecture)."""
     fn = HEURISTICS[method]
     runs = [(alt, choice) for alt in space.choices for choice in alt.archs]
     n = len(runs)
@@ -1286,17 +1331,19 @@ def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str,
     best = SpaceResult(None)
     rejected: Counter[str] = Counter()
     for i, (alt, choice) in enumerate(runs):
-        rules = SpaceRules(nest, choice.arch, alt) if space.constrained else None
+        rules = (SpaceRules(nest, choice.arch, alt, roots=roots, capacity_limits=capacity_limits)
+                 if space.constrained else None)
         share = None if budget is None else max(1, -(-budget // n))
         left = None if time_limit is None else max(0.0, (time_limit - (time.monotonic() - t0)) / (n - i))
-        m = fn(nest, choice.arch, objective, seed=seed, budget=share, time_limit=left, rules=rules)
+        m = fn(nest, choice.arch, objective, seed=seed, budget=share, time_limit=left, rules=rules, roots=roots,
+               capacity_limits=capacity_limits)
         if rules is not None:
             rejected.update(rules.rejections)
             if m is not None and not rules.ok(m):
                 m = None  # never a mapping outside the space
         if m is None:
             continue
-        r = evaluate_mapping(nest, choice.arch, m)
+        r = evaluate_mapping(nest, choice.arch, m, roots=roots, capacity_limits=capacity_limits)
         if r.valid and r.objective(objective) < best.value:
             best = SpaceResult(m, choice.shape, r.objective(objective))
     if best.mapping is None:
@@ -1310,7 +1357,7 @@ def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str,
 
 
 __all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evaluator", "Genome", "SpaceResult",
-           "SpaceRules", "capacity_overflows", "complete_mapping", "dataflow", "dataflow_mapping",
+           "SpaceRules", "capacity_overflows", "checked_stores", "complete_mapping", "dataflow", "dataflow_mapping",
            "enumerate_factorizations", "enumerate_spatially_valid", "fit_capacity", "fits", "gamma", "greedy_tiles",
            "largest_divisor_at_most", "map_in_space", "mapping_key", "pe_array_fanout", "random_orders",
            "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps"]

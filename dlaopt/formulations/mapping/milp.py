@@ -25,16 +25,46 @@ Variables and the math they encode (slots ``k`` innermost first, levels ``m``, o
 * Every count of the cost model is then ``exp(L)`` with ``L`` linear. A count with a positive coefficient gets a
   variable ``T >= `` the secant lines of ``exp`` through consecutive achievable values of the count (enumerated per
   component, so at every integer point ``T`` equals the count exactly: ``exp`` is convex). Values beyond the
-  incumbent's cost are cut at the first achievable value above it (nothing up there can be optimal); the cap of a
-  count is the incumbent over the least net coefficient it can carry (partial-sum deliveries carry their own
-  first-visit discount), and a latency row with subtracted counts adds their largest values to the incumbent. ``T``
-  is scaled by the largest value kept and each secant row is divided by its slope, so the solver's feasibility
+  incumbent's cost are cut: the table ends at one point ``A`` of ``exp`` with ``cap < A <=`` the least achievable
+  value above the count's cap (and ``A <= 2 cap``), so every value up to the cap is exact and every value above it
+  is claimed above the cap (nothing up there can be optimal). Partial products of the table are dropped only when
+  the least values of the remaining factors (some below 1: per-instance counts, link shares) keep them above the
+  cap. The cap of a count is the incumbent over the least net coefficient it can carry (partial-sum deliveries carry
+  their own first-visit discount); in a latency row a count paired with a subtracted one (which is at most its pair)
+  may exceed the incumbent by the subtracted count's largest value, and a count in several rows takes its least
+  cap. With a cap, the values of a count below its floor (``NEGLIGIBLE`` of its row's cap, shared among the row's
+  counts, over its coefficient) are spanned by one chord from its least value: the model claims at most the floor
+  more there (an upper bound still), and the column spans a bounded range (huge layers: 2e14 MACs). ``T`` is
+  scaled by the largest value kept and each secant row is divided by its slope, so the solver's feasibility
   tolerance is a relative error of the count, not one of that scale (a small per-PE count could otherwise be claimed
-  below its value). Counts subtracted (the first visits of partial sums) are products of integers only: a one-hot over
-  their achievable values, linked by prime exponents, gives them exactly.
+  below its value). Counts no row reads (energy counts of a latency model without an energy cap, latency counts of
+  an energy model without a latency limit) are left out. Without an incumbent, ``cap_guess`` cuts the tables at
+  that multiple of a lower bound of the objective: the optimum is proven when the model's value is at most that cap
+  (:func:`dlaopt.formulations.mapping.exact.solve_single` otherwise re-solves under the mapping found). Counts
+  subtracted (the first visits of partial sums) are products of integers only: a one-hot over their achievable
+  values, linked by prime exponents, gives them exactly.
 * Capacity: ``sum_{t in store} bytes_t T_tile(t) <= capacity``. Energy: ``sum coef * T + MACs e_mac``. Latency: ``L >=
   compute``, ``L >=`` every store's per-instance traffic over its bandwidth. EDP is solved by
   :func:`dlaopt.formulations.mapping.exact.solve_layer` as a sequence of energy models under latency caps.
+
+Roots and capacity limits (:mod:`.cost`, "Roots"): an operand's chain ends at its root (its counts there are the
+parent-side counts main memory gets otherwise); no tile or capacity term for it at or above its root; a store's
+capacity is the smaller of its own and the caller's limit (a store that cannot hold one element of each operand it
+must hold leaves the model infeasible).
+
+PE-to-PE links (:mod:`.cost`, "PE-to-PE links"): ``forwarded = moved * rho`` with ``rho = matched / positions`` of
+the link's slots. Energy ``moved * net + forwarded * (e_link - net)`` is written with non-negative coefficients only:
+``forwarded`` gets ``e_link - net`` when that is >= 0, else ``moved`` gets ``e_link`` and the network part ``moved *
+(1 - rho)`` gets ``net - e_link``. For a straight link placed by its own operand with no two-dimension coordinate
+of it, ``1 - rho = 1/u`` (``u`` the product of the irrelevant factors on the slot) and the network part is
+``exp(ln moved - sum_{d irrelevant} l[d,k])``, log-linear. Every other share (forwarded counts of straight links,
+diagonal links, straight links placed by another operand or crossing a sliding window) goes through a one-hot over
+the achievable configurations of the link's slots (each dimension's factors there and, for the dimensions of a
+two-dimension coordinate, the products of their factors below: all ``rho`` depends on), linked exactly to the prime
+exponents, with ``rho`` of each configuration computed by :func:`~dlaopt.formulations.mapping.cost.link_matches` and
+``ln(share)`` as its coefficient in the count's log; a share of 0 gives a coefficient far below every achievable
+log (the secant rows then only ask ``T >= 0``). The link latency ``moved / N_c * bytes / bw`` when ``rho > 0`` is
+the per-instance count gated the same way.
 
 The user's constraints (a :class:`~dlaopt.formulations.mapping.space.LayerSpace`; none leaves the model as above):
 
@@ -61,15 +91,15 @@ The user's constraints (a :class:`~dlaopt.formulations.mapping.space.LayerSpace`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from collections.abc import Mapping as MappingABC
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
 
-from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, MappingArch
-from dlaopt.formulations.mapping.cost import MAC
+from dlaopt.formulations.mapping.arch import SPATIAL, TEMPORAL, ArchLink, MappingArch, Store
+from dlaopt.formulations.mapping.cost import MAC, link_matches, operand_roots
 from dlaopt.formulations.mapping.loopnest import OPERANDS, Coordinate, LoopNest, divisors, prime_factors
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.formulations.mapping.space import LayerSpace
@@ -78,6 +108,11 @@ from dlaopt.solvers.linear import LinearModel, LinearModelBuilder
 Expr = dict[int, float]
 # a minimum utilization is met when it holds to this relative tolerance (the share is a ratio of integers)
 UTILIZATION_TOLERANCE = 1e-9
+MAX_LINK_CONFIGS = 200_000  # configurations of a link's slots the one-hot may take
+# with a cap, the values of a count below this share of its row's cap (divided among the row's counts) are spanned by
+# one chord: the model then claims at most this share of the cap more than the cost model, far below what the
+# solver's feasibility tolerance on the row (1e-7 of the cap) allows, and the count's column spans a bounded range
+NEGLIGIBLE = 1e-8
 
 
 def restricts(space: LayerSpace | None) -> bool:
@@ -105,6 +140,8 @@ class TermSpec:
     coef: dict[tuple[str, int], int]
     reuse_child: int | None = None
     maybe: dict[str, frozenset[int]] = field(default_factory=dict)
+    extra: tuple[float, ...] = ()  # a further factor's achievable values (a link's share), if any
+    gated: bool = False  # the count may be 0 (a gate in the expression sends its log far below every value)
 
 
 @dataclass
@@ -114,6 +151,9 @@ class _Term:
     col: int = -1  # T' = count / scale
     lam_col: int = -1
     scale: float = 1.0
+    points: tuple[np.ndarray, np.ndarray] | None = None  # the secant rows' breakpoints: (T' values, logs)
+    cap: float | None = None  # the table's cap and floor (see _materialize)
+    floor: float | None = None
 
 
 class MappingMilp:
@@ -122,13 +162,18 @@ class MappingMilp:
     ``cap``: an incumbent objective value; counts whose contribution alone exceeds it are cut at the first achievable
     value above it. ``latency_limit``: adds ``latency <= limit`` (the EDP driver); ``energy_cap`` likewise caps the
     energy counts in that case. ``capacity_limits``: tighter byte limits for some stores (used to exclude a tile
-    combination a solver accepted within its feasibility tolerance). ``space``: the user's constraints on the
+    combination a solver accepted within its feasibility tolerance, or a caller's reservation). ``roots``: operand ->
+    the level where its chain ends (default: main memory; see :mod:`.cost`). ``space``: the user's constraints on the
     layer's map space (see the module docstring); when no mapping can satisfy them for a reason visible before any
-    solve, ``infeasible`` says why and the model is not built."""
+    solve, ``infeasible`` says why and the model is not built. A latency model without ``energy_cap`` leaves the
+    energy counts out of ``energy_expr`` (nothing reads it then). ``cap_guess``: without ``cap``, cut
+    the tables at this multiple of a lower bound of the objective (``cap_guessed`` then says so: the model's optimum
+    is the optimum only if its value is at most ``cap``)."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, cap: float | None = None,
                  latency_limit: float | None = None, energy_cap: float | None = None,
-                 capacity_limits: dict[tuple[int, str], int] | None = None, space: LayerSpace | None = None) -> None:
+                 capacity_limits: MappingABC[tuple[int, str], float] | None = None, space: LayerSpace | None = None,
+                 roots: MappingABC[str, int] | None = None, cap_guess: float | None = None) -> None:
         if objective not in ("energy", "latency"):
             raise ValueError(f"the MILP optimises energy or latency, not '{objective}'")
         self.nest, self.arch, self.objective = nest, arch, objective
@@ -139,7 +184,9 @@ class MappingMilp:
         self.primes = {d: prime_factors(nest.sizes[d]) for d in self.dims}
         self.word = {t: nest.operand(t).word_bytes for t in OPERANDS}
         self.cap, self.latency_limit, self.energy_cap = cap, latency_limit, energy_cap
+        self.cap_guess, self.cap_guessed = cap_guess, False
         self.capacity_limits = dict(capacity_limits or {})  # (level, memory) -> bytes, tighter than the capacity
+        self.roots = operand_roots(arch, roots)
         self._lb: list[float] = []
         self._ub: list[float] = []
         self._int: list[bool] = []
@@ -150,6 +197,8 @@ class MappingMilp:
         self._ratios: list[tuple[list[tuple[int, int, int]], list[tuple[str, int]], list[tuple[str, int]]]] = []
         self._splits: dict[str, list[tuple[int, ...]]] = {}
         self._component_cache: dict[tuple, np.ndarray] = {}
+        self._links: dict[str, list[tuple[tuple, int, float]]] = {}  # operand -> its link's one-hot
+        self._link_keys: dict[str, Callable[[Mapping], tuple]] = {}
         self._one_col = self._var(1.0, 1.0)
         self.c0 = 0.0
         self.objective_scale = 1.0  # model objective x objective_scale = energy (pJ) or latency (cycles)
@@ -160,6 +209,10 @@ class MappingMilp:
         self.z: dict[tuple[str, int], int] = {}  # (dim, level) -> 1 only if the dim's loop there is trivial
         self.claims: dict[tuple[int, str, str], tuple[int, list[tuple[str, ...]]]] = {}  # (level, operand, dim)
         self.infeasible: str | None = None
+        self.infeasible = self._no_room()
+        if self.infeasible is not None:
+            self._row({self._one_col: 1.0}, lo=2.0)
+            return
         if self.space is not None:
             self.infeasible = self._read_space(self.space)
             if self.infeasible is not None:
@@ -182,6 +235,29 @@ class MappingMilp:
         if d not in self.primes:
             return {}
         return {self.n[d, k, p]: math.log(p) for p in self.primes[d]}
+
+    # ------------------------------------------------------------------------------------------ roots, capacities
+    def chain(self, t: str) -> list[int]:
+        """The levels keeping ``t`` up to its root (innermost first)."""
+        root = self.roots.get(t, self.arch.top)
+        return [j for j in self.arch.keeping_levels(t) if j <= root]
+
+    def capacity(self, j: int, store: Store) -> float | None:
+        """The bytes store ``store`` of level ``j`` offers the tiles (None: unbounded)."""
+        return effective_capacity(j, store, self.capacity_limits)
+
+    def _no_room(self) -> str | None:
+        """Why no mapping fits (a store with no room for even one element of a tile it must hold), or None."""
+        for t in OPERANDS:
+            for j in self.chain(t)[:-1]:
+                store = self.arch.levels[j].store_of(t)
+                assert store is not None
+                cap = self.capacity(j, store)
+                need = sum(self.word[x] for x in store.operands if j in self.chain(x)[:-1])
+                if cap is not None and cap < need:
+                    return (f"store '{store.memory}' of level {self.arch.levels[j].name} has {cap:g} B for the tiles, "
+                            f"less than one element of each operand it holds ({need} B)")
+        return None
 
     # ------------------------------------------------------------------------------------------ structure
     def _build(self) -> None:
@@ -219,7 +295,7 @@ class MappingMilp:
             irr = [d for d in self.dims if d not in rel]
             if not irr:
                 continue
-            for c in arch.keeping_levels(t)[:-1]:
+            for c in self.chain(t)[:-1]:
                 for m in range(c + 1, arch.top + 1):
                     g = self.g[t, c, m] = self._var(0, 1, integer=True)
                     self._row({g: 1.0, self.s[m, t]: -1.0}, hi=0.0)
@@ -341,12 +417,13 @@ class MappingMilp:
 
     def _slot_signature(self, k: int) -> tuple:
         """What the space says about spatial slot ``k``: slots with equal signatures are interchangeable."""
+        links = tuple((lk.operand, lk.slots.index(k)) for lk in self.arch.links if k in lk.slots)
         if self.space is None:
-            return ()
+            return links
         bounds = tuple(i for i, b in enumerate(self.space.factor_bounds) if k in b.slots)
         allows = tuple(sorted(repr((None if a.dims is None else sorted(a.dims), a.max_used))
                               for a in self.space.spatial if a.slot == k))
-        return bounds, allows
+        return bounds, allows, links
 
     def _order_rows(self) -> None:
         """Order chains (see the module docstring): ``z[x,m]`` binary, 1 only if ``f[x,T(m)] = 1``; no cycle of the
@@ -543,18 +620,20 @@ class MappingMilp:
 
     # ------------------------------------------------------------------------------------------ objective
     def _objective_and_constraints(self) -> None:
-        nest, arch = self.nest, self.arch
+        arch = self.arch
         energy: list[tuple[_Term, float]] = []
         cap_coef: dict[int, float] = {}
         energy_neg: list[tuple[Expr, float]] = []
         rd: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
         wr: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
-        rd_neg: dict[tuple[int, str], list[tuple[Expr, float]]] = {}
-        wr_neg: dict[tuple[int, str], list[tuple[Expr, float]]] = {}
+        # subtracted counts (first visits of partial sums), each with the count it is at most (its pair)
+        rd_neg: dict[tuple[int, str], list[tuple[Expr, float, _Term]]] = {}
+        wr_neg: dict[tuple[int, str], list[tuple[Expr, float, _Term]]] = {}
         tiles: dict[tuple[int, str], list[tuple[_Term, float]]] = {}
+        link_rows: list[tuple[_Term, float]] = []  # (gated count, bytes / bandwidth): the links' latency terms
         for t in OPERANDS:
             w = float(self.word[t])
-            chain = [MAC, *arch.keeping_levels(t)]
+            chain = [MAC, *self.chain(t)]
             for c, p in zip(chain, chain[1:], strict=False):
                 sp = arch.levels[p].store_of(t)
                 assert sp is not None
@@ -563,6 +642,10 @@ class MappingMilp:
                 deliv_pi = self._term(self._spec(f"{t}:{c}->{p}/pi", t, inc, visits_of=c))
                 sc = arch.levels[c].store_of(t) if c != MAC else None
                 net = arch.levels[c].network_energy_pj_per_byte if c != MAC else 0.0
+                if c == MAC and self._link_between(t, c, p) is not None:
+                    moved = self._term(self._spec(f"{t}:mac-moved", t, None, visits_of=MAC, times_instances=MAC))
+                    moved_pi = self._term(self._spec(f"{t}:mac-moved/pi", t, None, visits_of=MAC))
+                    self._link_terms(t, c, p, moved, moved_pi, 0.0, energy, link_rows)
                 if t == "O":
                     coef = w * (sp.write_energy_pj_per_byte + sp.read_energy_pj_per_byte)
                     fcoef = w * sp.read_energy_pj_per_byte
@@ -575,71 +658,131 @@ class MappingMilp:
                     energy_neg.append((self._first(p, None), fcoef))
                     rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
                     wr.setdefault((p, sp.memory), []).append((deliv_pi, w))
-                    rd_neg.setdefault((p, sp.memory), []).append((self._first(p, p), w))
+                    rd_neg.setdefault((p, sp.memory), []).append((self._first(p, p), w, deliv_pi))
                     if sc is not None:
                         drains, drains_pi = self._child_tile_terms("O:drain", t, c)
-                        energy.append((drains, w * (sc.read_energy_pj_per_byte + net)))
+                        delta = self._link_terms(t, c, p, drains, drains_pi, net, energy, link_rows)
+                        energy.append((drains, w * (sc.read_energy_pj_per_byte + net + delta)))
                         rd.setdefault((c, sc.memory), []).append((drains_pi, w))
                         reload_pi = self._term(self._spec(f"O:reload{c}/pi", t, inc, visits_of=c, times_instances=p,
                                                           per_instance_of=c))
                         wr.setdefault((c, sc.memory), []).append((reload_pi, w))
-                        wr_neg.setdefault((c, sc.memory), []).append((self._first(p, c), w))
+                        wr_neg.setdefault((c, sc.memory), []).append((self._first(p, c), w, reload_pi))
                 else:
                     energy.append((deliv, w * sp.read_energy_pj_per_byte))
                     rd.setdefault((p, sp.memory), []).append((deliv_pi, w))
                     if sc is not None:
                         fills, fills_pi = self._child_tile_terms(f"{t}:fill", t, c)
-                        energy.append((fills, w * (sc.write_energy_pj_per_byte + net)))
+                        delta = self._link_terms(t, c, p, fills, fills_pi, net, energy, link_rows)
+                        energy.append((fills, w * (sc.write_energy_pj_per_byte + net + delta)))
                         wr.setdefault((c, sc.memory), []).append((fills_pi, w))
-            for j in arch.keeping_levels(t)[:-1]:
+            for j in self.chain(t)[:-1]:
                 store = arch.levels[j].store_of(t)
                 assert store is not None
-                if store.capacity_bytes is not None:
+                if self.capacity(j, store) is not None:
                     tiles.setdefault((j, store.memory), []).append(
                         (self._term(self._spec(f"{t}:tile{j}", t, self._include_tile(j))), w))
         for (j, mem), items in tiles.items():
-            cap = next(s for s in arch.levels[j].stores if s.memory == mem).capacity_bytes
-            assert cap is not None
-            cap = min(cap, self.capacity_limits.get((j, mem), cap))
+            cap = self.capacity(j, next(s for s in arch.levels[j].stores if s.memory == mem))
+            assert cap is not None and cap > 0
             row: Expr = {}
             for term, w in items:
                 self._materialize(term, cap / w)
                 row[term.col] = row.get(term.col, 0.0) + w * term.scale / cap
             self._row(row, hi=1.0)
-        # energy
-        energy_cap = self.energy_cap if self.energy_cap is not None else (
-            self.cap if self.objective == "energy" else None)
-        self.energy_expr: Expr = {}
-        for term, coef in energy:
-            if coef <= 0:
-                continue
-            divisor = cap_coef.get(id(term), coef)
-            self._materialize(term, None if energy_cap is None or divisor <= 0 else energy_cap / divisor)
-            self.energy_expr[term.col] = self.energy_expr.get(term.col, 0.0) + coef * term.scale
-        for expr, coef in energy_neg:
-            for k, v in expr.items():
-                self.energy_expr[k] = self.energy_expr.get(k, 0.0) - coef * v
-        self.energy_const = nest.macs * arch.mac_energy_pj
-        # the objective in units of the incumbent (or of its largest term): coefficients near 1 for the LP
-        self.energy_scale = energy_cap or max([abs(v) for v in self.energy_expr.values()] + [self.energy_const, 1.0])
-        # latency
-        lat_cap = self.latency_limit if self.latency_limit is not None else (
-            self.cap if self.objective == "latency" else None)
         compute = self._term(self._spec("compute", None, None, visits_of=MAC))
-        self._materialize(compute, lat_cap)
-        self.latency_scale = lat_cap or compute.scale  # the latency variable is latency / latency_scale
-        self.latency_col = self._var(
-            0, math.inf if self.latency_limit is None else self.latency_limit / self.latency_scale)
-        self._row({self.latency_col: 1.0, compute.col: -compute.scale / self.latency_scale}, lo=0.0)
+        # latency rows: latency >= sum coef * count - sum coef * subtracted (coefficients in cycles per count)
+        lat_rows: list[tuple[list[tuple[_Term, float]], list[tuple[Expr, float, _Term]]]] = [([(compute, 1.0)], [])]
+        lat_rows += [([(term, coef)], []) for term, coef in link_rows]
         for j, lv in enumerate(arch.levels):
             for store in lv.stores:
                 key = (j, store.memory)
                 if store.write_bandwidth is None:
-                    self._latency_row(rd.get(key, []) + wr.get(key, []), rd_neg.get(key, []) + wr_neg.get(key, []),
-                                      store.read_bandwidth, lat_cap)
+                    bw = store.read_bandwidth
+                    lat_rows.append(([(tm, w / bw) for tm, w in rd.get(key, []) + wr.get(key, [])],
+                                     [(e, w / bw, tm) for e, w, tm in rd_neg.get(key, []) + wr_neg.get(key, [])]))
                 else:
-                    self._latency_row(rd.get(key, []), rd_neg.get(key, []), store.read_bandwidth, lat_cap)
-                    self._latency_row(wr.get(key, []), wr_neg.get(key, []), store.write_bandwidth, lat_cap)
+                    for terms, negs, bw in ((rd, rd_neg, store.read_bandwidth), (wr, wr_neg, store.write_bandwidth)):
+                        lat_rows.append(([(tm, w / bw) for tm, w in terms.get(key, [])],
+                                         [(e, w / bw, tm) for e, w, tm in negs.get(key, [])]))
+        lat_rows = [(terms, negs) for terms, negs in lat_rows if terms and all(c > 0 for _, c in terms)]
+        energy = [(term, coef) for term, coef in energy if coef > 0]
+        # only what the objective or a limit reads: a count in no row of either is free above its secant rows
+        with_energy = self.objective == "energy" or self.energy_cap is not None
+        with_latency = self.objective == "latency" or self.latency_limit is not None
+        if self.cap is None and self.cap_guess is not None:
+            if self.objective == "energy":
+                least = self.energy_const_value() + sum(
+                    max(0.0, cap_coef.get(id(term), coef)) * self._least(term.spec) for term, coef in energy)
+            else:
+                # a subtracted count takes back at most its pair
+                least = max(sum(c * self._least(tm.spec) for tm, c in terms)
+                            - sum(c * self._least(tm.spec) for _, c, tm in negs) for terms, negs in lat_rows)
+            if least > 0:
+                self.cap, self.cap_guessed = self.cap_guess * least, True
+        energy_cap = self.energy_cap if self.energy_cap is not None else (
+            self.cap if self.objective == "energy" else None)
+        lat_cap = self.latency_limit if self.latency_limit is not None else (
+            self.cap if self.objective == "latency" else None)
+        # floors: below them a count adds at most NEGLIGIBLE (shared among its row's counts) of its row's cap
+        floors: dict[int, float] = {}
+
+        def floor(term: _Term, coef: float, cap: float | None, n: int) -> None:
+            if cap is not None and coef > 0:
+                f = NEGLIGIBLE * cap / (coef * n)
+                floors[id(term)] = min(floors.get(id(term), f), f)
+        if with_energy:
+            for term, coef in energy:
+                floor(term, coef, energy_cap, len(energy))
+        # the cap of a latency count: at a point whose latency is at most the cap, every row has coef * count <= the
+        # cap (a subtracted count is at most its pair, so the other terms are >= 0), plus, for a count paired with
+        # subtracted ones, what they may take back: at most their largest values (one-hot sums of non-negative
+        # constants). A count in several rows meets every row's cap: it takes the least
+        lat_caps: dict[int, float] = {}
+        if with_latency:
+            for terms, negs in lat_rows:
+                back: dict[int, float] = {}
+                for e, c, tm in negs:
+                    back[id(tm)] = back.get(id(tm), 0.0) + c * max(e.values(), default=0.0)
+                total: dict[int, tuple[_Term, float]] = {}
+                for term, coef in terms:
+                    total[id(term)] = (term, total.get(id(term), (term, 0.0))[1] + coef)
+                for term, coef in total.values():
+                    floor(term, coef, lat_cap, len(total))
+                    if lat_cap is not None:
+                        cap_t = (lat_cap + back.get(id(term), 0.0)) / coef
+                        lat_caps[id(term)] = min(lat_caps.get(id(term), cap_t), cap_t)
+        # energy
+        self.energy_expr: Expr = {}
+        for term, coef in energy if with_energy else []:
+            divisor = cap_coef.get(id(term), coef)
+            self._materialize(term, None if energy_cap is None or divisor <= 0 else energy_cap / divisor,
+                              floors.get(id(term)))
+            self.energy_expr[term.col] = self.energy_expr.get(term.col, 0.0) + coef * term.scale
+        for expr, coef in energy_neg:
+            for k, v in expr.items():
+                self.energy_expr[k] = self.energy_expr.get(k, 0.0) - coef * v
+        self.energy_const = self.energy_const_value()
+        # the objective in units of the incumbent (or of its largest term): coefficients near 1 for the LP
+        self.energy_scale = energy_cap or max([abs(v) for v in self.energy_expr.values()] + [self.energy_const, 1.0])
+        # latency
+        if not with_latency:
+            self.latency_scale = 1.0
+            self.latency_col = self._var(0)
+        else:
+            self._materialize(compute, lat_caps.get(id(compute)), floors.get(id(compute)))
+            self.latency_scale = lat_cap or compute.scale  # the latency variable is latency / latency_scale
+            self.latency_col = self._var(
+                0, math.inf if self.latency_limit is None else self.latency_limit / self.latency_scale)
+            for terms, negs in lat_rows:
+                row: Expr = {self.latency_col: 1.0}
+                for term, coef in terms:
+                    self._materialize(term, lat_caps.get(id(term)), floors.get(id(term)))
+                    row[term.col] = row.get(term.col, 0.0) - coef * term.scale / self.latency_scale
+                for expr, c, _ in negs:
+                    for k, v in expr.items():
+                        row[k] = row.get(k, 0.0) + v * c / self.latency_scale
+                self._row(row, lo=0.0)
         if self.objective == "energy":
             for k, v in self.energy_expr.items():
                 self._cost[k] += v / self.energy_scale
@@ -649,6 +792,167 @@ class MappingMilp:
             self._cost[self.latency_col] += 1.0
             self.objective_scale = self.latency_scale
 
+    def energy_const_value(self) -> float:
+        """The MACs' energy (pJ), the same for every mapping."""
+        return self.nest.macs * self.arch.mac_energy_pj
+
+    # ------------------------------------------------------------------------------------------ PE-to-PE links
+    def _link_between(self, t: str, c: int, p: int) -> ArchLink | None:
+        """The link of ``t`` if its slots lie between ``c`` (or the MACs) and ``p``."""
+        link = self.arch.link_of(t)
+        lo = -1 if c == MAC else self.tslot[c]
+        return link if link is not None and lo < link.slots[0] < self.tslot[p] else None
+
+    def _simple_link(self, link: ArchLink) -> bool:
+        """A straight link placed by its own operand with no two-dimension coordinate of it: a share ``1 - 1/u``."""
+        t = link.operand
+        return (not link.diagonal and self.arch.placement_operand(link.slots[0]) == t
+                and all(sum(1 for d, _ in c.terms if d in self.primes) < 2 for c in self.nest.operand(t).coords))
+
+    def _link_terms(self, t: str, c: int, p: int, moved: _Term, moved_pi: _Term, net: float,
+                    energy: list[tuple[_Term, float]], link_rows: list[tuple[_Term, float]]) -> float:
+        """The counts a link of ``t`` between ``c`` and ``p`` adds (see :mod:`.cost`): ``forwarded = moved * rho``
+        (``rho`` = matched / positions) replaces network by link energy. With ``e_link >= net`` the term
+        ``forwarded`` gets ``e_link - net``; otherwise ``moved`` gets ``e_link`` instead of ``net`` (the returned
+        change of its coefficient per byte) and the network part ``moved * (1 - rho)`` gets ``net - e_link``. Both
+        are counts with non-negative coefficients: ``exp`` of a linear expression (``ln(1 - rho) = -ln u`` for a
+        simple straight link, else a one-hot over the link's configurations with the log of its share as
+        coefficient, a share of 0 sending the log far below every value). Latency: ``moved / N_c`` when anything
+        is forwarded, over the link's bandwidth."""
+        link = self._link_between(t, c, p)
+        if link is None:
+            return 0.0
+        w = float(self.word[t])
+        el = link.energy_pj_per_byte
+        delta = 0.0
+        if self.objective == "latency" and self.energy_cap is None:
+            pass  # energy is neither optimised nor capped: only the link's latency term matters
+        elif el >= net:
+            if el > net:
+                energy.append((self._shared(moved, link, lambda r: r, f"{t}:forwarded{c}"), w * (el - net)))
+        else:
+            delta = el - net
+            if self._simple_link(link):
+                k = link.slots[0]
+                coef = dict(moved.spec.coef)
+                for d in self.dims:
+                    if d not in self.nest.operand(t).dims:
+                        coef[d, k] = coef.get((d, k), 0) - 1
+                spec = TermSpec(f"{t}:network{c}", moved.spec.operand, moved.spec.include,
+                                {key: v for key, v in coef.items() if v}, moved.spec.reuse_child, moved.spec.maybe)
+                energy.append((self._term(spec), w * (net - el)))
+            else:
+                energy.append((self._shared(moved, link, lambda r: 1.0 - r, f"{t}:network{c}"), w * (net - el)))
+        if math.isfinite(link.bandwidth_bytes_per_cycle):
+            link_rows.append((self._shared(moved_pi, link, lambda r: 1.0 if r > 0 else 0.0, f"{t}:link{c}"),
+                              w / link.bandwidth_bytes_per_cycle))
+        return delta
+
+    def _shared(self, base: _Term, link: ArchLink, share: Callable[[float], float], name: str) -> _Term:
+        """``base`` times ``share(rho)`` of the link's configuration (a one-hot), exactly."""
+        cols = self._link_onehot(link)
+        vals = {z: share(rho) for _, z, rho in cols}
+        positive = [v for v in vals.values() if v > 1e-12]
+        gated = len(positive) < len(vals)
+        spec = TermSpec(name, base.spec.operand, base.spec.include, dict(base.spec.coef), base.spec.reuse_child,
+                        dict(base.spec.maybe), tuple(sorted(set(round(v, 12) for v in positive))), gated)
+        term = self._term(spec)
+        if gated:
+            lo_sum = sum(min(v * self._lb[k], v * self._ub[k]) for k, v in term.expr.items())
+            hi_sum = sum(max(v * self._lb[k], v * self._ub[k]) for k, v in term.expr.items())
+            big = (hi_sum - lo_sum) - math.log(min(positive, default=1.0)) + 4.0
+        for z, v in vals.items():
+            term.expr[z] = term.expr.get(z, 0.0) + (math.log(v) if v > 1e-12 else -big)
+        return term
+
+    def _link_onehot(self, link: ArchLink) -> list[tuple[tuple, int, float]]:
+        """One binary per achievable configuration of the link's slots (what decides ``rho``: the factors of every
+        dimension there, and the strides of the dimensions of two-dimension coordinates; for a simple straight
+        link only ``u``), linked exactly to the prime exponents; ``(key, column, rho)``."""
+        if link.operand in self._links:
+            return self._links[link.operand]
+        t = link.operand
+        nest = self.nest
+        slots = link.slots
+        primes = sorted({p for d in self.dims for p in self.primes[d]})
+        if self._simple_link(link):
+            k = slots[0]
+            irr = [d for d in self.dims if d not in nest.operand(t).dims]
+            bound = math.prod(nest.sizes[d] for d in irr)
+            cols = []
+            for u in (v for v in divisors(bound) if v <= self.slots[k].size):
+                cols.append(((u,), self._var(0, 1, integer=True), 1.0 - 1.0 / u))
+            self._row({z: 1.0 for _, z, _ in cols}, 1.0, 1.0)
+            for p in primes:
+                row: Expr = {z: float(_exp(key[0], p)) for key, z, _ in cols if _exp(key[0], p)}
+                for d in irr:
+                    if p in self.primes[d]:
+                        row[self.n[d, k, p]] = row.get(self.n[d, k, p], 0.0) - 1.0
+                if row:
+                    self._row(row, 0.0, 0.0)
+            self._links[t] = cols
+            self._link_keys[t] = lambda m: (math.prod(m.factors[d][k] for d in irr),)
+            return cols
+        window = {d for c in nest.operand(t).coords if sum(1 for d, _ in c.terms if d in self.primes) >= 2
+                  for d, _ in c.terms if d in self.primes}
+
+        def project(d: str, f: Sequence[int]) -> tuple[int, ...]:
+            out = tuple(f[k] for k in slots)
+            if d in window:
+                out += tuple(math.prod(f[:k]) for k in slots)
+            return out
+
+        per_dim = {d: sorted({project(d, f) for f in self._dim_splits(d)}) for d in self.dims}
+        keys: list[tuple[tuple[int, ...], ...]] = []
+
+        def rec(i: int, used: tuple[int, ...], acc: tuple) -> None:
+            if i == len(self.dims):
+                keys.append(acc)
+                return
+            for v in per_dim[self.dims[i]]:
+                nu = tuple(a * b for a, b in zip(used, v[: len(slots)], strict=True))
+                if all(x <= self.slots[k].size for x, k in zip(nu, slots, strict=True)):
+                    rec(i + 1, nu, (*acc, v))
+        rec(0, (1,) * len(slots), ())
+        if len(keys) > MAX_LINK_CONFIGS:
+            raise ValueError(f"the link of {t} has {len(keys)} configurations, more than the MILP takes "
+                             f"({MAX_LINK_CONFIGS})")
+        cols = []
+        for key in keys:
+            matched, positions = link_matches(nest, self.arch, self._fake_mapping(key, slots, window), link)
+            cols.append((key, self._var(0, 1, integer=True), matched / positions))
+        self._row({z: 1.0 for _, z, _ in cols}, 1.0, 1.0)
+        for i, d in enumerate(self.dims):
+            for j, k in enumerate(slots):
+                parts = [(j, [k])] + ([(len(slots) + j, list(range(k)))] if d in window else [])
+                for pos, ks in parts:
+                    for p in self.primes[d]:
+                        row = {z: float(_exp(key[i][pos], p)) for key, z, _ in cols if _exp(key[i][pos], p)}
+                        for kk in ks:
+                            row[self.n[d, kk, p]] = row.get(self.n[d, kk, p], 0.0) - 1.0
+                        self._row(row, 0.0, 0.0)
+        self._links[t] = cols
+        self._link_keys[t] = lambda m: tuple(project(d, m.factors[d]) for d in self.dims)
+        return cols
+
+    def _fake_mapping(self, key: tuple, slots: tuple[int, ...], window: set[str]) -> Mapping:
+        """A mapping with the key's factors on the link's slots and its strides below them (for link_matches)."""
+        factors = {d: [1] * self.K for d in self.nest.dims}
+        for i, d in enumerate(self.dims):
+            fs = factors[d]
+            for j, k in enumerate(slots):
+                fs[k] = key[i][j]
+            if d in window:
+                for j, k in enumerate(slots):
+                    below = math.prod(fs[:k])
+                    want = key[i][len(slots) + j]
+                    free = next((x for x in range(k - 1, -1, -1) if x not in slots), None)
+                    if want != below:
+                        assert free is not None and want % below == 0
+                        fs[free] *= want // below
+        orders = tuple(tuple(self.nest.dims) for _ in self.arch.levels)
+        return Mapping({d: tuple(f) for d, f in factors.items()}, orders)
+
     def _child_tile_terms(self, name: str, t: str, c: int) -> tuple[_Term, _Term]:
         """Whole tiles of ``t`` moved into (fills) or out of (drains) level ``c`` on every visit: the total count
         over all instances of ``c``, and the count per instance."""
@@ -657,46 +961,46 @@ class MappingMilp:
         per_instance = self._term(self._spec(f"{name}{c}/pi", t, tile, visits_of=c))
         return total, per_instance
 
-    def _latency_row(self, terms: list[tuple[_Term, float]], negs: list[tuple[Expr, float]], bw: float,
-                     cap: float | None) -> None:
-        if not terms or math.isinf(bw):
-            return
-        if negs and cap is not None:
-            # a term may exceed the latency by what the subtracted counts take back: at most their largest values
-            # (one-hot sums of non-negative constants). A cap keeps the term's scale near the values that matter:
-            # scaled by an uncapped maximum far above them, the secant rows' feasibility tolerance alone lets the
-            # model claim less than the count
-            cap += sum(w / bw * max(expr.values(), default=0.0) for expr, w in negs)
-        row: Expr = {self.latency_col: 1.0}
-        for term, w in terms:
-            coef = w / bw
-            self._materialize(term, None if cap is None else cap / coef)
-            row[term.col] = row.get(term.col, 0.0) - coef * term.scale / self.latency_scale
-        for expr, w in negs:
-            for k, v in expr.items():
-                row[k] = row.get(k, 0.0) + v * w / bw / self.latency_scale
-        self._row(row, lo=0.0)
-
-    def _materialize(self, term: _Term, cap: float | None) -> None:
-        """``T >= exp(L)``: secant cuts through the achievable values of the count (up to the first above ``cap``)."""
+    def _materialize(self, term: _Term, cap: float | None, floor: float | None = None) -> None:
+        """``T >= exp(L)``: secant cuts through the achievable values of the count (up to the first above ``cap``).
+        Values below ``floor`` (a count whose share of its rows is negligible there) are spanned by one chord from
+        the least value to the largest value at most ``floor``: it claims at most ``floor`` more than the count."""
         if term.col >= 0:
             return
+        term.cap, term.floor = cap, floor
         values = self._values(term.spec, cap)
+        if floor is not None and values.size > 2:
+            b = int(np.searchsorted(values, floor, side="right")) - 1  # the largest value <= floor
+            if b > 1:
+                values = np.concatenate([values[:1], values[b:]])
         term.scale = float(values[-1])
         values = values / term.scale  # T' = count / scale: secant slopes ~ the values, at most 1
         term.col = self._var(0.0)
         term.lam_col = self._var(-math.inf, math.inf)
         self._row(_add(({term.lam_col: 1.0}, 1.0), (term.expr, -1.0)), 0.0, 0.0)
         logs = np.log(values) + math.log(term.scale)
-        self._row({term.lam_col: 1.0}, lo=float(logs[0]) - 1e-9)
-        if len(values) == 1:
+        term.points = (values, logs)
+        if not term.spec.gated:
+            self._row({term.lam_col: 1.0}, lo=float(logs[0]) - 1e-9)
+        if len(values) == 1 and not term.spec.gated:
             self._row({term.col: 1.0}, lo=float(values[0]))
+        elif len(values) == 1:  # the tangent at the one value: exact there, below exp elsewhere
+            self._row({term.col: 1.0 / values[0], term.lam_col: -1.0}, lo=float(1.0 - logs[0]))
         for i in range(len(values) - 1):
             # T' >= values[i] + slope (lam - logs[i]), divided by the slope: the solver's feasibility tolerance on
             # the row is then one on lam, a relative error of the count, however small the count is next to scale
             slope = (values[i + 1] - values[i]) / (logs[i + 1] - logs[i])
             self._row({term.col: 1.0 / slope, term.lam_col: -1.0}, lo=float(values[i] / slope - logs[i]))
         self._terms.append(term)
+
+    def _lower_value(self, term: _Term, lam: float) -> float:
+        """The least ``T'`` the rows of ``term`` allow at ``lam`` (a warm start's column)."""
+        assert term.points is not None
+        values, logs = term.points
+        if len(values) == 1:
+            return float(values[0]) if not term.spec.gated else max(0.0, float(values[0]) * (1.0 + lam - logs[0]))
+        slopes = np.diff(values) / np.diff(logs)
+        return max(0.0, float(np.max(values[:-1] + slopes * (lam - logs[:-1]))))
 
     # ------------------------------------------------------------------------------------------ achievable values
     def _dim_splits(self, d: str) -> list[tuple[int, ...]]:
@@ -770,7 +1074,9 @@ class MappingMilp:
         self._component_cache[key] = vals
         return vals
 
-    def _values(self, spec: TermSpec, cap: float | None) -> np.ndarray:
+    def _components(self, spec: TermSpec) -> list[np.ndarray]:
+        """The values of each independent factor of the count (a dimension, a pair of dimensions sharing a
+        sliding-window coordinate, a link's share): every achievable count is a product of one value of each."""
         comps: list[tuple[tuple[str, ...], Coordinate | None]] = []
         seen: set[str] = set()
         if spec.include is not None and spec.operand is not None:
@@ -782,18 +1088,46 @@ class MappingMilp:
         for d in self.dims:
             if d not in seen:
                 comps.append(((d,), None))
+        out = [self._component_values(spec, dims, coord) for dims, coord in comps]
+        if spec.extra:
+            out.append(np.unique(np.round(np.array(spec.extra, dtype=float), 12)))
+        return out
+
+    def _least(self, spec: TermSpec) -> float:
+        """A lower bound of the count at every mapping (0 if a gate may zero it): the product of its factors' least
+        values; for the temporal iterations (``compute``), the iterations with every spatial axis full."""
+        if spec.gated:
+            return 0.0
+        least = math.prod(float(v.min()) for v in self._components(spec))
+        if spec.name == "compute":
+            spatial = math.prod(s.size for s in self.slots if s.kind == SPATIAL)
+            least = max(least, math.prod(self.nest.sizes[d] for d in self.dims) / spatial)
+        return least
+
+    def _values(self, spec: TermSpec, cap: float | None) -> np.ndarray:
+        """The count's achievable values (a superset) up to ``cap``, then one value ``A`` with ``cap < A <=`` the
+        least achievable value above ``cap`` (at most ``2 cap``): the secant rows through it are exact at every
+        achievable value up to ``cap`` and claim more than ``cap`` for every value above it.
+
+        Partial products are pruned only when even the least values of the remaining factors (some are below 1:
+        per-instance counts, link shares) take them above ``cap``."""
+        comps = self._components(spec)
+        rest = [1.0] * (len(comps) + 1)  # least product of the factors after each one
+        for i in range(len(comps) - 1, -1, -1):
+            rest[i] = rest[i + 1] * float(comps[i].min())
         current = np.array([1.0])
         above = math.inf
-        for dims, coord in comps:
-            vals = self._component_values(spec, dims, coord)
+        for i, vals in enumerate(comps):
             prod = np.unique(np.round((current[:, None] * vals[None, :]).ravel(), 9))
             if cap is not None:
-                over = prod[prod > cap * (1 + 1e-9)]
-                above = min(above * float(vals.min()), float(over.min()) if over.size else math.inf)
-                prod = prod[prod <= cap * (1 + 1e-9)]
+                least = prod * rest[i + 1]
+                over = least > cap * (1 + 1e-9)
+                if over.any():
+                    above = min(above, float(least[over].min()))
+                    prod = prod[~over]
             current = prod
         if cap is not None and math.isfinite(above):
-            current = np.append(current, above)
+            current = np.append(current, min(above, 2.0 * cap))
         current = np.unique(current)
         keep = np.ones(current.size, dtype=bool)
         keep[1:] = current[1:] > current[:-1] * (1 + 1e-9)  # values equal up to rounding are one breakpoint
@@ -885,10 +1219,14 @@ class MappingMilp:
             pb = math.prod(m.factors[d][k] for d, k in den)
             for a, b, w in cols:
                 x[w] = 1.0 if (a, b) == (pa, pb) else 0.0
+        for t, cols in self._links.items():
+            key = self._link_keys[t](m)
+            for kv, z, _ in cols:
+                x[z] = 1.0 if kv == key else 0.0
         for term in self._terms:
             lam = sum(v * x[k] for k, v in term.expr.items())
             x[term.lam_col] = lam
-            x[term.col] = math.exp(lam) / term.scale * (1 + 1e-12)
+            x[term.col] = max(math.exp(lam) / term.scale, self._lower_value(term, lam)) * (1 + 1e-12)
         # latency: the largest right-hand side among its rows
         x[self.latency_col] = 0.0
         model_rows = [(e, lo) for e, lo, _ in self._rows if self.latency_col in e and e[self.latency_col] == 1.0]
@@ -898,6 +1236,14 @@ class MappingMilp:
             need = max(need, lo - rest)
         x[self.latency_col] = need
         return x
+
+
+def effective_capacity(j: int, store: Store, limits: MappingABC[tuple[int, str], float] | None) -> float | None:
+    """min(capacity, limit) of store ``store`` of level ``j`` (None: unbounded)."""
+    lim = (limits or {}).get((j, store.memory))
+    if store.capacity_bytes is None:
+        return lim
+    return store.capacity_bytes if lim is None else min(store.capacity_bytes, lim)
 
 
 def _split_ok(split: Sequence[int], rules: list[tuple[tuple[int, ...], int, int | None, str]]) -> bool:
@@ -1014,4 +1360,4 @@ def _halo_extent(ca: int, cb: int, ka: tuple[int, ...], kb: tuple[int, ...], inc
     return len({ca * x + cb * y for x in sa for y in sb})
 
 
-__all__ = ["MappingMilp", "TermSpec"]
+__all__ = ["MappingMilp", "TermSpec", "effective_capacity"]
