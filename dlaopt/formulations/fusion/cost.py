@@ -52,7 +52,7 @@ from dlaopt.formulations.fusion.group import (
     produced_counts,
 )
 from dlaopt.formulations.mapping.arch import MappingArch, Store
-from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
+from dlaopt.formulations.mapping.cost import CostReport, Figures, evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import OPERANDS, LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
 
@@ -71,7 +71,7 @@ class InnerProblem:
 
 
 @dataclass
-class FusedReport:
+class FusedReport(Figures):
     """What the fused (or unfused) cost model says about a group. ``op_reports``: one outer iteration per op."""
 
     valid: bool
@@ -97,26 +97,8 @@ class FusedReport:
     distinct_produced: dict[str, int] = field(default_factory=dict)
     recomputed: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def edp(self) -> float:
-        return self.energy_pj * self.latency_cycles
-
-    @property
-    def utilization(self) -> float:
-        if not self.valid or not self.latency_cycles or self.latency_cycles == math.inf:
-            return 0.0
-        return self.real_macs / (self.latency_cycles * self.mac_units)
-
-    def objective(self, name: str) -> float:
-        if name == "energy":
-            return self.energy_pj
-        if name == "latency":
-            return self.latency_cycles
-        if name == "edp":
-            return self.edp
-        if name == "offchip":
-            return self.offchip_bytes
-        raise ValueError(f"unknown fusion objective '{name}' (expected one of {FUSED_OBJECTIVES})")
+    def objectives(self) -> dict[str, float]:
+        return {**super().objectives(), "offchip": self.offchip_bytes}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -114,8 +114,38 @@ class Access:
     link: int = 0
 
 
+class Figures:
+    """The figures every cost report derives the same way: EDP, utilization and an objective by name."""
+
+    valid: bool
+    energy_pj: float
+    latency_cycles: float
+    real_macs: int
+    mac_units: int
+
+    @property
+    def edp(self) -> float:
+        return self.energy_pj * self.latency_cycles
+
+    @property
+    def utilization(self) -> float:
+        if not self.valid or not 0 < self.latency_cycles < math.inf:
+            return 0.0
+        return self.real_macs / (self.latency_cycles * self.mac_units)
+
+    def objectives(self) -> dict[str, float]:
+        """Every objective this report can be ranked by, by name."""
+        return {"energy": self.energy_pj, "latency": self.latency_cycles, "edp": self.edp}
+
+    def objective(self, name: str) -> float:
+        values = self.objectives()
+        if name not in values:
+            raise ValueError(f"unknown objective '{name}' (expected one of {tuple(values)})")
+        return values[name]
+
+
 @dataclass
-class CostReport:
+class CostReport(Figures):
     """Everything the cost model says about one mapping."""
 
     valid: bool
@@ -131,25 +161,6 @@ class CostReport:
     real_macs: int = 0
     mac_units: int = 0
     spatial_used: int = 0
-
-    @property
-    def edp(self) -> float:
-        return self.energy_pj * self.latency_cycles
-
-    @property
-    def utilization(self) -> float:
-        if not self.valid or self.latency_cycles <= 0:
-            return 0.0
-        return self.real_macs / (self.latency_cycles * self.mac_units)
-
-    def objective(self, name: str) -> float:
-        if name == "energy":
-            return self.energy_pj
-        if name == "latency":
-            return self.latency_cycles
-        if name == "edp":
-            return self.edp
-        raise ValueError(f"unknown mapping objective '{name}' (expected one of {OBJECTIVES})")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -463,5 +474,5 @@ def _set_extent(terms: tuple[tuple[int, tuple[int, ...]], ...]) -> int:
     return len(values)
 
 
-__all__ = ["MAC", "OBJECTIVES", "Access", "CostReport", "axis_digits", "evaluate_mapping", "link_matches",
+__all__ = ["MAC", "OBJECTIVES", "Access", "CostReport", "Figures", "axis_digits", "evaluate_mapping", "link_matches",
            "operand_roots"]
