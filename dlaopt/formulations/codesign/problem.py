@@ -45,7 +45,7 @@ from dlaopt.formulations.codesign.space import (
 )
 from dlaopt.formulations.codesign.tables import FREE, CostTables
 from dlaopt.formulations.mapping.arch import arch_from_accelerator
-from dlaopt.formulations.mapping.loopnest import loopnest_from_operator, mappable_layers, unique_layers
+from dlaopt.formulations.mapping.loopnest import loopnest_from_operator, require_mappable, unique_layers
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.specs import codesign as opts
@@ -95,10 +95,7 @@ class CodesignProblem(Problem[CodesignData, CodesignSolution]):
         options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
         src = instance.source
         wl = instance.graph
-        ops = mappable_layers(wl)
-        if not ops:
-            raise InputError(f"workload '{wl.name}' has no conv2d, depthwise conv or matmul layer", file=src,
-                             path=("workload",), expected="at least one mappable layer")
+        ops = require_mappable(wl, src)
         try:
             template = template_of(instance.accelerator)
             space = design_space_from_options(dict(options.get("design_space") or {}), template,

@@ -266,6 +266,17 @@ def evaluate_fused(group: FusedGroup, arch: MappingArch, tile: OuterTile, stagin
                          sfu_energy_pj_per_op=sfu_energy_pj_per_op)
 
 
+
+def _start_report(group: FusedGroup, arch: MappingArch, reports: Sequence[CostReport], n_outer: int) -> FusedReport:
+    """A report over ``reports`` (one per operator), invalid with their violations when one of them is."""
+    rep = FusedReport(True, [], n_outer=n_outer, op_reports=list(reports), real_macs=group.macs(),
+                      mac_units=arch.num_macs)
+    for i, r in enumerate(reports):
+        if not r.valid:
+            rep.violations.extend(f"{group.ops[i].name}: {v}" for v in r.violations)
+    rep.valid = not rep.violations
+    return rep
+
 def combine_fused(group: FusedGroup, arch: MappingArch, tile: OuterTile, staging_level: int | str,
                   reports: Sequence[CostReport], *, buffering: int = 2, lanes: float | None = None,
                   sfu_energy_pj_per_op: float = 0.0) -> FusedReport:
@@ -276,12 +287,8 @@ def combine_fused(group: FusedGroup, arch: MappingArch, tile: OuterTile, staging
     s = staging_index(arch, staging_level)
     problems = inner_problems(group, arch, t, s, buffering=buffering)
     lv = arch.levels[s]
-    rep = FusedReport(True, [], n_outer=n, op_reports=list(reports), real_macs=group.macs(), mac_units=arch.num_macs)
-    for i, r in enumerate(reports):
-        if not r.valid:
-            rep.violations.extend(f"{group.ops[i].name}: {v}" for v in r.violations)
-    if rep.violations:
-        rep.valid = False
+    rep = _start_report(group, arch, reports, n)
+    if not rep.valid:
         return rep
     rep.violations.extend(dependence_errors(group, t))
     # staging requirement
@@ -383,12 +390,8 @@ def evaluate_unfused(group: FusedGroup, arch: MappingArch, mappings: Sequence[Ma
 def combine_unfused(group: FusedGroup, arch: MappingArch, reports: Sequence[CostReport], *,
                     lanes: float | None = None, sfu_energy_pj_per_op: float = 0.0) -> FusedReport:
     """The unfused report from per-op reports of the full loop nests (see :func:`evaluate_unfused`)."""
-    rep = FusedReport(True, [], n_outer=1, op_reports=list(reports), real_macs=group.macs(), mac_units=arch.num_macs)
-    for i, r in enumerate(reports):
-        if not r.valid:
-            rep.violations.extend(f"{group.ops[i].name}: {v}" for v in r.violations)
-    if rep.violations:
-        rep.valid = False
+    rep = _start_report(group, arch, reports, 1)
+    if not rep.valid:
         return rep
     energy = latency = 0.0
     offchip = 0

@@ -41,7 +41,7 @@ from dlaopt.formulations.fusion.group import FusedGroup, check_tile, inner_nests
 from dlaopt.formulations.fusion.select import Candidate, Selection, candidate_chains, schedule_cycle, select_groups
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import evaluate_mapping
-from dlaopt.formulations.mapping.loopnest import is_mappable, loopnest_from_operator, mappable_layers
+from dlaopt.formulations.mapping.loopnest import is_mappable, loopnest_from_operator, require_mappable
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.specs import fusion as opts
@@ -84,10 +84,7 @@ class FusionProblem(Problem[FusionData, FusionSolution]):
         options = {**opts.DEFAULT_OPTIONS, **dict(instance.options)}
         src = instance.source
         wl = instance.graph
-        ops = mappable_layers(wl)
-        if not ops:
-            raise InputError(f"workload '{wl.name}' has no conv2d, depthwise conv or matmul operator", file=src,
-                             path=("workload",), expected="at least one mappable operator")
+        ops = require_mappable(wl, src)
         acc = instance.accelerator
         try:
             arch = arch_from_accelerator(acc)

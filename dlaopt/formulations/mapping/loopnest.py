@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
+from dlaopt.errors import InputError
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.operator import Operator, OpKind
 
@@ -185,6 +186,15 @@ def mappable_layers(workload: Workload, names: Iterable[str] | None = None) -> l
     wanted = list(names)
     by_name = {op.name: op for op in ops}
     return [by_name[n] for n in wanted]
+
+
+def require_mappable(workload: Workload, file: str | None, names: Iterable[str] | None = None) -> list[Operator]:
+    """:func:`mappable_layers`, or an :class:`InputError` at ``workload`` when there is none."""
+    ops = mappable_layers(workload, names)
+    if not ops:
+        raise InputError(f"workload '{workload.name}' has no conv2d, depthwise conv or matmul operator", file=file,
+                         path=("workload",), expected="at least one conv2d, depthwise_conv2d or matmul operator")
+    return ops
 
 
 def unique_layers(nests: Sequence[LoopNest]) -> dict[tuple, list[int]]:

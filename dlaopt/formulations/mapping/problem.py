@@ -29,7 +29,7 @@ from dlaopt.formulations.mapping.check import constraint_violations, layer_arch,
 from dlaopt.formulations.mapping.constraints import Conflict, resolve
 from dlaopt.formulations.mapping.cost import CostReport, evaluate_mapping
 from dlaopt.formulations.mapping.exact import MODEL_TOLERANCE
-from dlaopt.formulations.mapping.loopnest import LoopNest, mappable_layers
+from dlaopt.formulations.mapping.loopnest import LoopNest, require_mappable
 from dlaopt.formulations.mapping.mapping import Mapping, loop_nest_text, mapping_errors
 from dlaopt.formulations.mapping.space import ArchChoice, LayerSpace
 from dlaopt.solvers.processes import NOT_STARTED_MESSAGE, RUNNING, map_until
@@ -355,10 +355,7 @@ class MappingProblem(Problem[MappingData, MappingSolution]):
                     raise InputError(f"operator '{n}' is a {all_ops[n].kind.value}, not a mappable layer",
                                      file=instance.source, path=("options", "layers", i),
                                      expected="conv2d, depthwise_conv2d or matmul operators")
-        ops = mappable_layers(wl, names)
-        if not ops:
-            raise InputError(f"workload '{wl.name}' has no conv2d, depthwise conv or matmul operator to map",
-                             file=instance.source, path=("workload",), expected="at least one mappable layer")
+        ops = require_mappable(wl, instance.source, names)
         padding = dict(options.get("padding") or {})
         for d in padding:
             if d not in {"N", "G", "K", "C", "P", "Q", "R", "S", "B", "M"}:
