@@ -34,6 +34,14 @@ def _by_case(rows: Sequence[Mapping[str, Any]], study: str) -> dict[str, dict[st
     return out
 
 
+
+def _stack(ax: Axes, x: float, values: Sequence[float], names: Sequence[str] | None) -> None:
+    """One stacked bar at ``x``, part ``i`` in colour ``i``; ``names`` label the parts (first bar only)."""
+    bottom = 0.0
+    for i, val in enumerate(values):
+        ax.bar(x, val, bottom=bottom, width=0.8, color=colour(i), label=names[i] if names else None)
+        bottom += val
+
 def _volumes(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
     if not cases:
         empty_note(ax, "no Table 3 case run")
@@ -46,11 +54,7 @@ def _volumes(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> 
         for lv in LEVELS:
             vals = [max(0.0, float(r.get(f"{lv}_{c}") or 0.0)) for c in CATEGORIES]
             total = sum(vals) or 1.0
-            bottom = 0.0
-            for i, val in enumerate(vals):
-                ax.bar(x, 100.0 * val / total, bottom=bottom, width=0.8, color=colour(i),
-                       label=CATEGORIES[i] if not ticks else None)
-                bottom += 100.0 * val / total
+            _stack(ax, x, [100.0 * v / total for v in vals], CATEGORIES if not ticks else None)
             ticks.append(x)
             labels.append(f"{lv}\n{case}" if lv == "glb" else lv)
             x += 1.0
@@ -77,12 +81,8 @@ def _energy(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> N
             if r is None:
                 x += 1.0
                 continue
-            bottom = 0.0
-            for i, (key, name) in enumerate(ENERGY_PARTS):
-                val = float(r.get(f"energy_{key}") or 0.0) / ref
-                ax.bar(x, val, bottom=bottom, width=0.8, color=colour(i), label=name if n == 0 and tag == "no"
-                       else None)
-                bottom += val
+            _stack(ax, x, [float(r.get(f"energy_{key}") or 0.0) / ref for key, _ in ENERGY_PARTS],
+                   [name for _, name in ENERGY_PARTS] if n == 0 and tag == "no" else None)
             ticks.append(x)
             labels.append(f"{case}\n{tag}" if tag == "no" else tag)
             x += 1.0
