@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlaopt.specs.tuning import tuning_schema
+
 OBJECTIVES: tuple[str, ...] = ("transfers", "dma_cycles", "thesis")
 """* ``transfers`` — bytes moved between main memory and the scratchpads (loads + stores), the default;
 * ``dma_cycles`` — DMA time: every transfer costs the DMA's fixed latency plus its bytes over the DMA bandwidth;
 * ``thesis`` — seed 000 §5.2.1: Σ_n Σ_k Σ_m S_n·|x[n,k,m+1] − x[n,k,m]| (entries and exits of every scratchpad)."""
+
+EXACT_LEVERS: dict[str, str] = {
+    "pattern_cuts": "identical scratchpads: packing cuts from the patterns one scratchpad can hold, separated where "
+    "a step's residents do not pack (LP rounds, then MILP rounds of the merged-scratchpad model)",
+    "assignment": "identical scratchpads: solve the merged-scratchpad residency and assign its pieces to the "
+    "scratchpads (first fit, else CP-SAT) instead of the symmetric per-scratchpad model; optimal when it assigns",
+    "split_assignment": "assign the pieces of the schedule that no residency crosses one part at a time",
+    "race": "when the per-scratchpad model is still needed and two cores are there, HiGHS and CP-SAT solve it side "
+    "by side (one process each) and the better answer and bound are kept",
+}
 
 OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -65,6 +77,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Allow weights to stay resident between uses (OnSRAM never pins weights; shared "
             "weights such as an unrolled LSTM's do get reused).",
         },
+        "exact_tuning": tuning_schema(EXACT_LEVERS),
     },
 }
 

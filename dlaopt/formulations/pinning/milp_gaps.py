@@ -42,12 +42,15 @@ prefetching and late write-back matter): the problem uses the per-step model.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from dlaopt.formulations.base import MilpFormulation
 from dlaopt.formulations.pinning.data import PinningGraph, Scratchpad
 from dlaopt.formulations.pinning.milp import add_capacity_rows, transfer_costs
+from dlaopt.formulations.pinning.packing import PackingCut
 from dlaopt.formulations.pinning.rules import PinningRules, RuleView
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.hardware.model import DMA, SpmAccess
@@ -77,12 +80,45 @@ def identical_bins(graph: PinningGraph) -> tuple[int, int] | None:
     return (len(graph.scratchpads), caps.pop()) if len(caps) == 1 else None
 
 
+@dataclass
+class GapModel:
+    """The per-gap MILP and the index arrays behind it (for drivers that add cuts or read residency off it).
+
+    ``x``: columns (buffer ``xb``, scratchpad ``xk``, use number ``xj``, step ``xm``); ``g``: kept-gap columns
+    (buffer ``gb``, scratchpad ``gk``, gap number ``gj``); ``occ_*``: the capacity rows' terms (scratchpad, step,
+    column, bytes); ``uses``: each buffer's decision points."""
+
+    formulation: MilpFormulation[PinningSolution]
+    uses: list[np.ndarray]
+    x: np.ndarray
+    xb: np.ndarray
+    xk: np.ndarray
+    xj: np.ndarray
+    xm: np.ndarray
+    g: np.ndarray
+    gb: np.ndarray
+    gk: np.ndarray
+    gj: np.ndarray
+    occ_k: np.ndarray
+    occ_m: np.ndarray
+    occ_col: np.ndarray
+    occ_size: np.ndarray
+
+
 def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
                    bins: tuple[int, int] | None = None,
                    rules: PinningRules | None = None) -> MilpFormulation[PinningSolution]:
     """``bins=(K, Q)``: add the packing cuts for K bins of capacity Q (default: the graph's scratchpads when they
     all have one capacity; for the merged relaxation pass the original scratchpads' (K, Q)). ``rules``: the user
     constraints (for the merged relaxation, :meth:`PinningRules.merged`); a DMA cap is refused (ValueError)."""
+    return build_gap_model(graph, objective, dma, pin_weights=pin_weights, bins=bins, rules=rules).formulation
+
+
+def build_gap_model(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
+                    bins: tuple[int, int] | None = None, rules: PinningRules | None = None,
+                    cuts: Sequence[PackingCut] = (), cut_steps: np.ndarray | None = None) -> GapModel:
+    """:func:`build_gap_milp` with its index arrays; ``cuts``: pattern packing cuts (:mod:`.packing`, valid for
+    ``bins``) added on every step where they can bind (``cut_steps``: only on these steps)."""
     view = RuleView(graph, rules or PinningRules(), pin_weights)
     if view.rules.dma_cap is not None:
         raise ValueError("the per-gap model does not time transfers: a dma_cap needs the per-step model")
@@ -254,6 +290,27 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
             mb.add_rows(f"packing_dff{order}", int(need.size), row_of[occ_m[sel]], occ_col[sel],
                         np.round(w[sel] * scale), upper=float(n_bins * scale))
 
+    if bins is not None and cuts:
+        n_bins, q = bins
+        allowed_steps = None
+        if cut_steps is not None:
+            allowed_steps = np.zeros(len(graph.steps), dtype=bool)
+            allowed_steps[cut_steps] = True
+        for i, cut in enumerate(cuts):
+            w = cut.weight_of(occ_size)
+            total = np.bincount(occ_m, weights=w, minlength=len(graph.steps)) / n_spm
+            can_bind = total > cut.rhs + 1e-9
+            if allowed_steps is not None:
+                can_bind &= allowed_steps
+            need = np.flatnonzero(can_bind)
+            if need.size == 0:
+                continue
+            row_of = np.full(len(graph.steps), -1, dtype=np.int64)
+            row_of[need] = np.arange(need.size)
+            sel = (row_of[occ_m] >= 0) & (w > 0)
+            mb.add_rows(f"packing_pattern{i}", int(need.size), row_of[occ_m[sel]], occ_col[sel], w[sel],
+                        upper=float(cut.rhs))
+
     mb.c0 = const
     model = mb.build()
 
@@ -288,4 +345,6 @@ def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights
             v[z] = np.maximum(need, model.col_lower[z])
         return v
 
-    return MilpFormulation(model=model, decode=decode, encode=encode)
+    form = MilpFormulation(model=model, decode=decode, encode=encode)
+    return GapModel(form, uses, x, xb_a, xk_a, xj_a, xm_a, g, gb_a, gk_a, gj_a, np.concatenate(rows_k), occ_m,
+                    occ_col, occ_size)

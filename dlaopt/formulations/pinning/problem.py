@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dlaopt.errors import InfeasibleInstanceError, InputError
-from dlaopt.formulations.base import Evaluation, Method, MilpFormulation, Problem
+from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
 from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
 from dlaopt.formulations.pinning.evaluator import (
     check_constraints,
@@ -26,6 +26,7 @@ from dlaopt.formulations.pinning.tiling_check import verify_tiling
 from dlaopt.hardware.model import DMA, Accelerator
 from dlaopt.solvers.result import SolveOptions
 from dlaopt.specs import pinning as opts
+from dlaopt.specs.tuning import levers
 from dlaopt.workload.tensor import TensorRole
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class PinningData:
     tiling_violations: list[str] = field(default_factory=list)  # the independent coverage check of the tiles
     infeasible: str | None = None  # why no solution can exist, when known
     rules: PinningRules = field(default_factory=PinningRules)  # the user's constraints, typed
+    tuning: dict[str, bool] = field(default_factory=dict)  # levers of the exact method (options.exact_tuning)
     _baseline: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -166,7 +168,7 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
                            pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
                            source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations,
-                           rules=rules)
+                           rules=rules, tuning=levers(options, opts.EXACT_LEVERS))
 
     @staticmethod
     def _compute_cycles(instance: Instance, options: Mapping[str, Any]) -> dict[str, float]:
@@ -231,6 +233,19 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
     # ------------------------------------------------------------------------------------------------ methods
     def run_heuristic(self, method: str, data: PinningData, options: SolveOptions) -> PinningSolution:
         return HEURISTICS[method](data.graph, data.pin_weights, data.rules)
+
+    def solve_exact(self, data: PinningData, method: str, *, solver: str | None,
+                    options: SolveOptions) -> ExactOutcome[PinningSolution] | None:
+        """Identical scratchpads with the ``assignment`` or ``pattern_cuts`` lever on: the driver of
+        :mod:`.exact` (merged residency, packing cuts, assignment); otherwise the harness' path (warm start,
+        merged relaxation, the full model)."""
+        from dlaopt.formulations.pinning.exact import applies, solve_identical
+
+        tuning = data.tuning or levers({}, opts.EXACT_LEVERS)
+        if not (tuning["assignment"] or tuning["pattern_cuts"]) or not applies(data):
+            return None
+        backend = solver or self.method(method).default_solver or "highs"
+        return solve_identical(self, data, backend=backend, options=options, tuning=tuning)
 
     def build_milp(self, data: PinningData) -> MilpFormulation[PinningSolution]:
         """The per-gap model by default; the per-step one when asked, or under a DMA cap (which times transfers)."""

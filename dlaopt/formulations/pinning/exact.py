@@ -1,0 +1,510 @@
+"""The exact driver of tensor pinning on identical scratchpads: merged residency, packing cuts, then assignment.
+
+When every scratchpad is the same (capacity, access, roles) and no user constraint names one, the scratchpads are
+interchangeable and the per-scratchpad model carries a :math:`K!` symmetry. The driver removes it by splitting the
+decision in two (an aggregated occupancy and an assignment):
+
+1. **Merged residency with packing cuts** (lever ``pattern_cuts``). The per-gap model over one merged scratchpad of
+   capacity :math:`KQ` (a relaxation, :mod:`.milp_gaps`) is solved; whenever the residents of a step do not pack
+   into :math:`K` bins of :math:`Q` (exact check), the most violated dual-feasible packing cut over the sizes that
+   occur (:mod:`.packing`) is added on every step and the model solved again (first on its LP relaxation, then as
+   a MILP). Every cut holds for every feasible solution, so the merged model's proven bound stays a lower bound of
+   the true optimum at each round.
+2. **Assignment** (lever ``assignment``). The merged optimum fixes what is resident when: a set of *pieces* (a
+   buffer's residency from one decision point through the gaps kept after it, an interval of steps with a size).
+   Assigning the pieces to the :math:`K` scratchpads so that no scratchpad overflows at any step turns it into a
+   solution of the true problem with the same transfers, hence optimal. First fit in start order, else CP-SAT (the
+   first piece in scratchpad 0: symmetry broken). With lever ``split_assignment`` the pieces are split along the
+   schedule at every step boundary no piece crosses, and each part is assigned on its own (scratchpads are
+   relabelled freely between parts). When a part cannot be assigned, a no-good cut (not all of the gaps kept in
+   that part together) is added to the merged model and the loop goes on.
+3. **Fallback.** If the loop runs out of rounds or time, the full per-scratchpad model is solved (with the packing
+   cuts found, aggregated over the scratchpads) from the best verified solution; with lever ``race`` and at least
+   two cores, HiGHS and CP-SAT solve it side by side and the better answer (incumbent, and the larger proven bound)
+   is taken. The bound reported is the largest proven one: the merged rounds' and the full model's.
+
+Everything returned is checked by the harness with the independent evaluator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dlaopt.formulations.base import ExactOutcome, HeuristicFailure
+from dlaopt.formulations.pinning.data import PinningGraph
+from dlaopt.formulations.pinning.milp_gaps import GapModel, build_gap_model, identical_bins, merged_graph
+from dlaopt.formulations.pinning.packing import PackingCut, packable, packing_cut
+from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.hardware.model import SpmAccess
+from dlaopt.solvers.linear import LinearModel
+from dlaopt.solvers.result import BackendResult, SolveOptions, Status, TracePoint
+
+if TYPE_CHECKING:
+    from dlaopt.formulations.pinning.problem import PinningData, PinningProblem
+
+MAX_ROUNDS = 30  # merged-model rounds (cuts, then solve again)
+MERGED_TIME_SHARE = 0.6  # at most this share of the time limit goes to the merged rounds
+ASSIGN_TIME_S = 5.0  # CP-SAT limit per assignment part (capped by the time left)
+
+
+@dataclass(frozen=True, order=True)
+class Piece:
+    """Buffer ``buffer`` resident in one scratchpad from step ``start`` to ``end`` (inclusive); ``gaps``: the kept
+    gap numbers it spans."""
+
+    start: int
+    end: int
+    size: int
+    buffer: int
+    gaps: tuple[int, ...]
+
+
+@dataclass
+class DriverLog:
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    cuts: int = 0
+    nogoods: int = 0
+    assignment: dict[str, Any] = field(default_factory=dict)
+    fallback: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "packing_cuts": self.cuts, "nogood_cuts": self.nogoods,
+                "assignment": self.assignment, "fallback": self.fallback}
+
+
+def applies(data: PinningData) -> bool:
+    """The driver's conditions: two or more scratchpads alike in capacity, access (any) and roles, the per-gap
+    model, and no user constraint that names a scratchpad or times transfers."""
+    g = data.graph
+    spms = g.scratchpads
+    if len(spms) < 2 or identical_bins(g) is None:
+        return False
+    if any(s.access != SpmAccess.ANY or s.holds != spms[0].holds for s in spms):
+        return False
+    r = data.rules
+    return data.formulation == "gaps" and not r.pins and not r.forbids and r.dma_cap is None
+
+
+# --------------------------------------------------------------------------------------------------- pieces
+def residency_pieces(gm: GapModel, x: np.ndarray, graph: PinningGraph) -> list[Piece]:
+    """The merged solution ``x`` as pieces: chains of kept gaps between decision points."""
+    kept: dict[int, set[int]] = {}
+    on = x[gm.g] > 0.5
+    for b, j in zip(gm.gb[on].tolist(), gm.gj[on].tolist(), strict=True):
+        kept.setdefault(b, set()).add(j)
+    out: list[Piece] = []
+    for b, u in enumerate(gm.uses):
+        if u.size == 0:
+            continue
+        size = graph.buffers[b].size_bytes
+        kb = kept.get(b, set())
+        j0 = 0
+        for j in range(u.size):
+            if j == u.size - 1 or j not in kb:
+                out.append(Piece(int(u[j0]), int(u[j]), size, b, tuple(range(j0, j))))
+                j0 = j + 1
+    return out
+
+
+def split_parts(pieces: Sequence[Piece]) -> list[list[Piece]]:
+    """Pieces grouped into runs of the schedule that no piece crosses (independent assignment problems)."""
+    parts: list[list[Piece]] = []
+    end = -1
+    for p in sorted(pieces, key=lambda p: (p.start, p.end)):
+        if not parts or p.start > end:
+            parts.append([])
+            end = p.end
+        parts[-1].append(p)
+        end = max(end, p.end)
+    return parts
+
+
+def _first_fit(part: Sequence[Piece], n_bins: int, cap: int) -> list[int] | None:
+    lo = min(p.start for p in part)
+    hi = max(p.end for p in part)
+    load = np.zeros((n_bins, hi - lo + 1), dtype=np.int64)
+    order = sorted(range(len(part)), key=lambda i: (part[i].start, -part[i].size))
+    out = [-1] * len(part)
+    for i in order:
+        p = part[i]
+        seg = slice(p.start - lo, p.end - lo + 1)
+        for k in range(n_bins):
+            if (load[k, seg] + p.size <= cap).all():
+                load[k, seg] += p.size
+                out[i] = k
+                break
+        else:
+            return None
+    return out
+
+
+def _maximal_cliques(part: Sequence[Piece]) -> list[list[int]]:
+    """The maximal sets of pieces resident together (interval graph: at a start followed by an end), by a sweep."""
+    order = sorted(range(len(part)), key=lambda i: part[i].start)
+    starts = sorted({p.start for p in part})
+    out: list[list[int]] = []
+    active: list[int] = []
+    pos = 0
+    for n, s in enumerate(starts):
+        active = [i for i in active if part[i].end >= s]
+        while pos < len(order) and part[order[pos]].start == s:
+            active.append(order[pos])
+            pos += 1
+        nxt = starts[n + 1] if n + 1 < len(starts) else None
+        if nxt is None or any(part[i].end < nxt for i in active):  # not contained in the next start's set
+            out.append(list(active))
+    return out
+
+
+def _cpsat_assign(part: Sequence[Piece], n_bins: int, cap: int, time_limit: float,
+                  seed: int) -> tuple[list[int] | None, bool]:
+    """CP-SAT assignment of ``part``; returns (bins or None, proven infeasible)."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    a = [[m.new_bool_var(f"a{i}_{k}") for k in range(n_bins)] for i in range(len(part))]
+    for row in a:
+        m.add_exactly_one(row)
+    for act in _maximal_cliques(part):
+        if sum(part[i].size for i in act) <= cap:
+            continue
+        for k in range(n_bins):
+            m.add(sum(part[i].size * a[i][k] for i in act) <= cap)
+    first = min(range(len(part)), key=lambda i: (part[i].start, -part[i].size))
+    m.add(a[first][0] == 1)  # identical scratchpads: the first piece goes to the first one
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed)
+    solver.parameters.max_time_in_seconds = max(0.05, float(time_limit))
+    solver.parameters.catch_sigint_signal = False
+    st = solver.solve(m)
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return [next(k for k in range(n_bins) if solver.value(a[i][k])) for i in range(len(part))], False
+    return None, st == cp_model.INFEASIBLE
+
+
+def assign_pieces(pieces: Sequence[Piece], n_bins: int, cap: int, *, split: bool, time_limit: float,
+                  seed: int = 0) -> tuple[dict[Piece, int] | None, list[Piece] | None, dict[str, Any]]:
+    """Scratchpad of every piece (``None`` if not found), the part proven unassignable (or ``None``), and stats."""
+    parts = split_parts(pieces) if split else [list(pieces)]
+    stats: dict[str, Any] = {"parts": len(parts), "largest_part": max((len(p) for p in parts), default=0),
+                             "first_fit": 0, "cpsat": 0}
+    t_end = time.monotonic() + time_limit
+    out: dict[Piece, int] = {}
+    failed: list[Piece] | None = None
+    for part in sorted(parts, key=len):
+        bins = _first_fit(part, n_bins, cap)
+        if bins is not None:
+            stats["first_fit"] += 1
+        else:
+            left = t_end - time.monotonic()
+            if left <= 0:
+                return None, failed, stats
+            bins, infeasible = _cpsat_assign(part, n_bins, cap, min(ASSIGN_TIME_S, left), seed)
+            stats["cpsat"] += 1
+            if bins is None:
+                if infeasible and failed is None:
+                    failed = part
+                return None, failed, stats
+        out.update(zip(part, bins, strict=True))
+    return out, None, stats
+
+
+def pieces_solution(graph: PinningGraph, assigned: dict[Piece, int]) -> PinningSolution:
+    sol = PinningSolution.empty(graph)
+    for p, k in assigned.items():
+        lo = graph.window[p.buffer][0]
+        sol.placement[p.buffer][p.start - lo:p.end - lo + 1] = k
+    return sol
+
+
+# --------------------------------------------------------------------------------------------------- cuts
+def step_items(gm: GapModel, values: np.ndarray, n_steps: int) -> list[Counter[int]]:
+    """Per step: resident bytes-size → amount (sum of the occupancy columns' values)."""
+    v = values[gm.occ_col]
+    sel = v > 1e-6
+    out: list[Counter[int]] = [Counter() for _ in range(n_steps)]
+    for m, s, val in zip(gm.occ_m[sel].tolist(), gm.occ_size[sel].astype(np.int64).tolist(), v[sel].tolist(),
+                         strict=True):
+        out[m][s] += val
+    return out
+
+
+def separate(items: Sequence[Counter[int]], n_bins: int, cap: int, known: set[tuple[tuple[int, int], ...]],
+             *, integral: bool) -> tuple[list[PackingCut], list[int]]:
+    """New packing cuts violated at some step, and (integral solutions) the steps whose residents do not pack."""
+    cuts: list[PackingCut] = []
+    bad: list[int] = []
+    done: set[tuple[tuple[int, float], ...]] = set()
+    for m, it in enumerate(items):
+        total = sum(s * c for s, c in it.items())
+        if total <= cap + 1e-6:
+            continue
+        key = tuple(sorted((s, round(c, 6)) for s, c in it.items()))
+        if key in done:
+            continue
+        done.add(key)
+        if integral:
+            sizes = [s for s, c in it.items() for _ in range(round(c))]
+            if packable(sizes, n_bins, cap) is not False:
+                continue
+            bad.append(m)
+        cut = packing_cut(it, n_bins, cap)
+        if cut is not None and cut.weights not in known:
+            known.add(cut.weights)
+            cuts.append(cut)
+    return cuts, bad
+
+
+def with_rows(model: LinearModel, rows: Sequence[tuple[np.ndarray, np.ndarray, float]]) -> LinearModel:
+    """``model`` with extra rows ``cols @ vals <= upper``."""
+    if not rows:
+        return model
+    counts = np.array([c.size for c, _, _ in rows], dtype=np.int64)
+    indptr = np.concatenate([model.indptr, model.indptr[-1] + np.cumsum(counts)])
+    indices = np.concatenate([model.indices, *[c for c, _, _ in rows]])
+    data = np.concatenate([model.data, *[v for _, v, _ in rows]])
+    row_lower = np.concatenate([model.row_lower, np.full(len(rows), -np.inf)])
+    row_upper = np.concatenate([model.row_upper, np.array([u for _, _, u in rows], dtype=float)])
+    blocks = dict(model.row_blocks)
+    blocks["nogood"] = (model.n_rows, model.n_rows + len(rows))
+    return dataclasses.replace(model, indptr=indptr, indices=indices, data=data, row_lower=row_lower,
+                               row_upper=row_upper, row_blocks=blocks)
+
+
+def nogood_row(gm: GapModel, part: Sequence[Piece]) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Not every gap kept in ``part`` together (``part`` cannot be assigned; keeping more only adds to it)."""
+    index = {(int(b), int(j)): int(c) for b, j, c in zip(gm.gb, gm.gj, gm.g, strict=True)}
+    cols = sorted({index[(p.buffer, j)] for p in part for j in p.gaps})
+    if not cols:
+        return None  # nothing to forbid: uses alone cannot be assigned (the instance is infeasible)
+    return np.array(cols, dtype=np.int64), np.ones(len(cols)), float(len(cols) - 1)
+
+
+# --------------------------------------------------------------------------------------------------- driver
+def _merged_options(options: SolveOptions, limit: float | None, warm: np.ndarray | None) -> SolveOptions:
+    return dataclasses.replace(options, time_limit=limit, warm_start=warm, progress=None)
+
+
+def _lp(model: LinearModel) -> LinearModel:
+    return dataclasses.replace(model, integrality=np.zeros(model.n_cols, dtype=bool))
+
+
+def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str, options: SolveOptions,
+                    tuning: dict[str, bool]) -> ExactOutcome[PinningSolution]:
+    """The driver of the module text; returns the best verified solution and the best proven bound."""
+    from dlaopt.solvers.backends import solve_linear
+
+    t0 = time.perf_counter()
+    deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
+    if options.deadline is not None:
+        deadline = options.deadline if deadline is None else min(deadline, options.deadline)
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    g = data.graph
+    bins = identical_bins(g)
+    assert bins is not None
+    n_bins, cap = bins
+    n_steps = len(g.steps)
+    trace: list[TracePoint] = []
+    log = DriverLog()
+    best: tuple[float, PinningSolution, str] | None = None
+    bound: float | None = None
+
+    def offer(sol: PinningSolution | None, name: str) -> None:
+        nonlocal best
+        if sol is None:
+            return
+        ev = problem.evaluate(data, sol)
+        if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[0] - 1e-9):
+            best = (ev.objective, sol, name)
+            trace.append(TracePoint(time.perf_counter() - t0, ev.objective, bound))
+
+    def raise_bound(b: float | None) -> None:
+        nonlocal bound
+        if b is not None and (bound is None or b > bound):
+            bound = b
+            trace.append(TracePoint(time.perf_counter() - t0, best[0] if best else None, b))
+
+    with contextlib.suppress(HeuristicFailure):  # a quick incumbent first (the merged rounds may run out of time)
+        offer(problem.run_heuristic("greedy", data, options), "greedy")
+
+    merged = merged_graph(g)
+    rules = data.rules.merged()
+    cuts: list[PackingCut] = []
+    known: set[tuple[tuple[int, int], ...]] = set()
+    nogoods: list[tuple[np.ndarray, np.ndarray, float]] = []
+    merged_budget = None if left() is None else MERGED_TIME_SHARE * (left() or 0.0)
+    merged_end = None if merged_budget is None else time.monotonic() + merged_budget
+    lp_phase = tuning["pattern_cuts"]
+    status = Status.FEASIBLE
+    for _rnd in range(MAX_ROUNDS):
+        limit = None if merged_end is None else merged_end - time.monotonic()
+        if limit is not None and limit <= 0.05:
+            break
+        gm = build_gap_model(merged, data.objective, data.dma, pin_weights=data.pin_weights, bins=bins, rules=rules,
+                             cuts=cuts)
+        model = with_rows(gm.formulation.model, nogoods)
+        warm = None
+        if best is not None and not lp_phase:
+            try:
+                warm = gm.formulation.encode(_as_merged(best[1]))
+            except ValueError:
+                warm = None
+        r = solve_linear(_lp(model) if lp_phase else model, backend, _merged_options(options, limit, warm))
+        entry: dict[str, Any] = {"kind": "lp" if lp_phase else "milp", "status": r.status.value,
+                                 "objective": r.objective, "bound": r.bound, "cuts": len(cuts),
+                                 "nogoods": len(nogoods), "time_s": round(r.solve_time_s, 3),
+                                 "rows": model.n_rows}
+        log.rounds.append(entry)
+        if r.x is None:
+            break
+        if lp_phase:
+            if r.status == Status.OPTIMAL:
+                raise_bound(r.objective)
+            new, _ = separate(step_items(gm, r.x, n_steps), n_bins, cap, known, integral=False)
+            entry["new_cuts"] = len(new)
+            cuts += new
+            if not new:
+                lp_phase = False
+            continue
+        raise_bound(r.bound)
+        if best is None or r.objective is None or best[0] > r.objective + 1e-9 * max(1.0, abs(r.objective)):
+            offer(problem.repair(data, "merged-scratchpads", gm.formulation.decode(r.x)), "merged+repair")
+        new, bad = separate(step_items(gm, r.x, n_steps), n_bins, cap, known, integral=True)
+        entry["unpackable_steps"] = len(bad)
+        if bad:
+            if tuning["pattern_cuts"] and new:
+                cuts += new
+                continue
+            # no cut separates it: forbid the step's resident set (a cover) and go on
+            row = _cover_row(gm, r.x, bad[0], n_bins, cap)
+            if row is None:
+                break
+            nogoods.append(row)
+            continue
+        if not tuning["assignment"]:
+            break
+        pieces = residency_pieces(gm, r.x, g)
+        a_limit = ASSIGN_TIME_S * 4 if left() is None else max(0.1, min(ASSIGN_TIME_S * 4, (left() or 0.0) * 0.5))
+        assigned, failed, stats = assign_pieces(pieces, n_bins, cap, split=tuning["split_assignment"],
+                                                time_limit=a_limit, seed=options.seed)
+        entry["assignment"] = stats
+        log.assignment = stats
+        if assigned is not None:
+            offer(pieces_solution(g, assigned), "assignment")
+            if r.status == Status.OPTIMAL and best is not None and r.objective is not None \
+                    and best[0] <= r.objective + 1e-9 * max(1.0, abs(r.objective)):
+                raise_bound(r.objective)
+                status = Status.OPTIMAL
+            if status == Status.OPTIMAL or r.status != Status.OPTIMAL:
+                break
+            continue
+        if failed is None:
+            break  # not decided in time
+        row = nogood_row(gm, failed)
+        if row is None:
+            break
+        nogoods.append(row)
+    log.cuts, log.nogoods = len(cuts), len(nogoods)
+
+    model_stats = None
+    solver_name, solver_version = backend, ""
+    gap_ok = best is not None and bound is not None and best[0] - bound <= max(options.mip_rel_gap, 1e-9) * max(
+        abs(best[0]), 1e-9)
+    if status != Status.OPTIMAL and gap_ok:
+        status = Status.OPTIMAL
+    if status != Status.OPTIMAL:
+        status = _fallback(problem, data, backend, options, tuning, cuts, left(), best, offer, raise_bound, log)
+        model_stats = log.fallback.get("model_stats") if log.fallback else None
+    if best is None:
+        return ExactOutcome(None, Status.NO_SOLUTION, bound, solver_name, solver_version, "no solution found",
+                            trace, metrics={"exact_driver": log.to_dict()},
+                            solve_time_s=time.perf_counter() - t0)
+    obj, sol, name = best
+    if bound is not None and bound > obj:
+        bound = obj
+    gap = (obj - bound) / max(abs(obj), 1e-9) if bound is not None else None
+    if status == Status.OPTIMAL and (gap is None or gap > max(options.mip_rel_gap, 1e-9)):
+        status = Status.FEASIBLE
+    msg = (f"identical scratchpads: merged residency with {len(cuts)} packing cut(s) and {len(nogoods)} no-good(s) "
+           f"in {len(log.rounds)} round(s); best solution from {name}")
+    return ExactOutcome(sol, status, bound, solver_name, solver_version, msg, trace, model_stats=model_stats,
+                        warm_start={"method": name, "objective": obj}, metrics={"exact_driver": log.to_dict()},
+                        solve_time_s=time.perf_counter() - t0)
+
+
+def _as_merged(sol: PinningSolution) -> PinningSolution:
+    return PinningSolution([np.where(row >= 0, 0, -1).astype(np.int32) for row in sol.placement])
+
+
+def _cover_row(gm: GapModel, x: np.ndarray, m: int, n_bins: int,
+               cap: int) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Not all of step ``m``'s residents (reduced to a minimal set that still does not pack) at once."""
+    at = np.flatnonzero((gm.occ_m == m) & (x[gm.occ_col] > 0.5))
+    order = sorted(at.tolist(), key=lambda i: gm.occ_size[i])
+    keep = list(order)
+    for i in order:  # drop the small ones while the rest still does not pack
+        trial = [j for j in keep if j != i]
+        if packable([int(gm.occ_size[j]) for j in trial], n_bins, cap) is False:
+            keep = trial
+    cols = np.unique(gm.occ_col[keep])
+    return cols, np.ones(cols.size), float(cols.size - 1)
+
+
+def _fallback(problem: PinningProblem, data: PinningData, backend: str, options: SolveOptions,
+              tuning: dict[str, bool], cuts: Sequence[PackingCut], time_left: float | None,
+              best: tuple[float, PinningSolution, str] | None,
+              offer: Callable[[PinningSolution | None, str], None], raise_bound: Callable[[float | None], None],
+              log: DriverLog) -> Status:
+    """The full per-scratchpad model (with the packing cuts), warm-started, HiGHS and CP-SAT raced when asked."""
+    from dlaopt.formulations.pinning.heuristics import HEURISTICS
+    from dlaopt.solvers.backends import solve_linear
+
+    t0 = time.perf_counter()
+    for h in HEURISTICS:
+        with contextlib.suppress(HeuristicFailure):
+            offer(problem.run_heuristic(h, data, options), h)
+    gm = build_gap_model(data.graph, data.objective, data.dma, pin_weights=data.pin_weights, rules=data.rules,
+                         cuts=cuts if tuning["pattern_cuts"] else ())
+    form = gm.formulation
+    opts = dataclasses.replace(options, time_limit=None if time_left is None else max(
+        0.1, time_left - (time.perf_counter() - t0)), progress=None)
+    if best is not None:
+        try:
+            opts.warm_start = form.encode(best[1])
+        except ValueError:
+            opts.warm_start = None
+    results: list[BackendResult]
+    if tuning["race"] and (os.cpu_count() or 1) >= 2 and backend == "highs":
+        from dlaopt.solvers.race import race
+
+        results = race(form.model, ["highs", "cpsat"], opts)
+    else:
+        results = [solve_linear(form.model, backend, opts)]
+    status = Status.FEASIBLE
+    for r in results:
+        if r.bound is not None and r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION):
+            raise_bound(r.bound + form.objective_offset)
+        if r.x is not None:
+            offer(form.decode(r.x), f"full model ({r.solver})")
+        if r.status == Status.OPTIMAL:
+            status = Status.OPTIMAL
+    log.fallback = {"model_stats": form.model.stats(), "solvers": [
+        {"solver": r.solver, "status": r.status.value, "objective": r.objective, "bound": r.bound,
+         "time_s": round(r.solve_time_s, 3)} for r in results]}
+    return status
+
+
+__all__ = ["Piece", "applies", "assign_pieces", "residency_pieces", "solve_identical", "split_parts"]
