@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlaopt.specs.tuning import tuning_schema
+
 OBJECTIVES: tuple[str, ...] = ("makespan", "mean_completion")
 """``makespan``: seconds until the whole group has finished — minimising it maximises the seed's objective,
 throughput (total operations / makespan), which every result reports as well; ``mean_completion``: the mean of the
 jobs' finishing times (seconds)."""
 
 HEURISTIC_NAMES: tuple[str, ...] = ("magma", "herald", "ai-mt", "lpt", "random")
+
+EXACT_LEVERS: dict[str, str] = {
+    "relaxation_start": "Offer the fluid bound MILP's assignment (its jobs ordered several ways, the best by the "
+    "fluid evaluator) as a schedule and as CP-SAT's warm start when it beats the heuristics'.",
+    "local_search": "Improve the best schedule with a local search on the fluid evaluator (jobs moved and swapped, "
+    "whole batches simulated at once, kicked when stuck) for 80 % of the time left after the bounds, before CP-SAT.",
+    "configurations": "Add configuration rows to the fluid bound: the progress time spent in each combination of "
+    "bandwidth levels (one per sub-accelerator) costs max(1, their sum), which bounds how well hungry and frugal "
+    "jobs can be mixed.",
+}
+"""Levers of the exact method (``options.exact_tuning``, each on by default; all off is the method without them)."""
 
 OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -45,6 +58,7 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Heuristics whose best schedule warm-starts the exact method (and is kept if CP-SAT finds "
             "nothing better by the fluid evaluator).",
         },
+        "exact_tuning": tuning_schema(EXACT_LEVERS),
     },
 }
 

@@ -69,6 +69,21 @@ With an ``upper`` bound (the makespan of a known solution) the MILP may also for
 ``D[j, a] > upper`` and cap ``T ≤ upper``: an optimal solution has makespan ``≤ upper``, so it uses no such pair and
 remains feasible; the bound stays valid for the optimum (hence for every solution) and the LP gets tighter.
 
+**Fact 3 (configuration rows; ``configurations > 0``, fluid only).** On the progress clock, ``T* = ∫_0^Q max(1,
+β(P)) dP`` with ``β(P) = Σ_a b_a(P)``, ``b_a(P)`` the ``b`` of the job running on ``a`` at progress ``P`` (0 when
+``a`` idles or runs a job with ``B = 0``). Group the sub-accelerators into classes of identical columns (latency,
+bandwidth, placement) and round every ``b`` *down* to one of a few levels per class (``0 < λ_1 < … < λ_K``; below
+``λ_1`` counts as 0): ``max(1, ·)`` is non-decreasing, so the rounded integrand is no larger. At each ``P`` the
+running jobs form a *configuration* — per class, the multiset of the levels of its sub-accelerators — whose cost is
+``max(1, Σ levels)``. Let ``μ_c`` be the progress time the schedule spends in configuration ``c``: ``Σ_c μ_c = Q``,
+``T* ≥ Σ_c cost_c μ_c``, and for every class and positive level ``ℓ``, ``Σ_c count_c(ℓ) μ_c`` is the progress the
+class's jobs of level ``ℓ`` spend running, ``Σ_{j, a in class, level ℓ} L'[j, a] x[j, a]`` (a job with ``B > 0``
+occupies exactly ``L`` of progress). The MILP gets these rows with ``μ ≥ 0`` continuous; the real ``μ`` satisfies
+them, so the bound stays valid. They see what the volume and overflow rows miss when hungry and frugal jobs cannot
+be mixed to keep ``β`` at 1 (e.g. three jobs at ``b = 0.8`` and one at 0 on two sub-accelerators). The levels of a
+class minimise the rounding loss ``Σ L·(b − level)`` (:func:`round_down_levels`, a dynamic programme), as many per
+class as keep the configurations within the budget.
+
 **User constraints** (``data.constraints``). A bound of the unconstrained problem stays a lower bound under any
 constraint (the constrained solutions are some of the solutions); it is tightened with what is cheap and valid: a
 job's ``x`` may be 1 only where its colocation group may run (placement constraints), the jobs of a group take the
@@ -84,6 +99,7 @@ closed form.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -222,7 +238,8 @@ def _chain_rows(b: LinearModelBuilder, name: str, prec: np.ndarray, xg: np.ndarr
 
 
 def build_bound_model(data: MultiAccelData, *, integer: bool = True, upper: float | None = None,
-                      semantics: Semantics = "fluid", scale: float | None = None) -> tuple[LinearModel, float]:
+                      semantics: Semantics = "fluid", scale: float | None = None,
+                      configurations: int = 0) -> tuple[LinearModel, float]:
     """The relaxation MILP (or its LP when ``integer`` is false) with times divided by ``scale`` (default: the
     closed-form bound). Returns the model and the scale; column blocks ``x`` (row-major ``[J, A]``), ``T`` and,
     as needed, ``Q``, ``e``, ``p``."""
@@ -271,9 +288,142 @@ def build_bound_model(data: MultiAccelData, *, integer: bool = True, upper: floa
                    np.concatenate([over.ravel(), [1.0, -1.0]]), upper=0.0)
         if prec.size:
             _chain_rows(b, "p", prec, xg, lp, q)
+        if configurations > 0:
+            _configuration_rows(b, data, xg, q, big_t, s, configurations)
     elif semantics != "any":
         raise ValueError(f"semantics must be 'fluid' or 'any', got {semantics!r}")
     return b.build(), s
+
+
+# ------------------------------------------------------------------------------- the configuration rows
+DEFAULT_MAX_CONFIGURATIONS = 4000  # columns of the configuration rows (levels are chosen to stay below it)
+
+
+def accelerator_classes(data: MultiAccelData) -> list[np.ndarray]:
+    """Groups of sub-accelerators with identical columns (latency, bandwidth, where jobs may run), in order."""
+    t = data.table
+    where = _where(data)
+    classes: list[list[int]] = []
+    for a in range(t.n_accelerators):
+        for c in classes:
+            r = c[0]
+            if (np.array_equal(t.latency[:, a], t.latency[:, r])
+                    and np.array_equal(t.bandwidth[:, a], t.bandwidth[:, r])
+                    and np.array_equal(where[:, a], where[:, r])):
+                c.append(a)
+                break
+        else:
+            classes.append([a])
+    return [np.asarray(c, dtype=np.int64) for c in classes]
+
+
+def round_down_levels(values: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
+    """At most ``k`` positive levels, each one of ``values``, minimising ``Σ weight·(value − level below it)`` (values
+    under the lowest level round down to 0): a dynamic programme over the sorted distinct values. Returns the levels,
+    increasing."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    keep = (v > 0) & (w > 0)
+    v, w = v[keep], w[keep]
+    if v.size == 0 or k <= 0:
+        return np.zeros(0)
+    u, inv = np.unique(v, return_inverse=True)
+    wu = np.bincount(inv, weights=w, minlength=u.size)
+    if u.size <= k:
+        return u
+    n = u.size
+    cw = np.concatenate([[0.0], np.cumsum(wu)])
+    cwv = np.concatenate([[0.0], np.cumsum(wu * u)])
+
+    def loss(i: int, j: int, level: float) -> float:  # values u[i:j] rounded down to ``level``
+        return float(cwv[j] - cwv[i] - level * (cw[j] - cw[i]))
+
+    # best[m][i]: least loss of u[i:] with the level of u[i] taken and m more levels at most
+    inf = math.inf
+    best = np.full((k, n + 1), inf)
+    nxt = np.full((k, n + 1), n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        best[0, i] = loss(i, n, float(u[i]))
+    for m in range(1, k):
+        for i in range(n - 1, -1, -1):
+            b0, arg = best[m - 1, i], n
+            for j in range(i + 1, n):
+                c = loss(i, j, float(u[i])) + best[m - 1, j]
+                if c < b0:
+                    b0, arg = c, j
+            best[m, i], nxt[m, i] = b0, arg
+    # the first level: values below it round to 0
+    first = min(range(n), key=lambda i: loss(0, i, 0.0) + best[k - 1, i])
+    levels = [first]
+    m = k - 1
+    while m > 0 and nxt[m, levels[-1]] < n:
+        levels.append(int(nxt[m, levels[-1]]))
+        m -= 1
+    return u[levels]
+
+
+def _multisets(n_levels: int, size: int) -> np.ndarray:
+    """Every multiset of ``size`` levels out of ``n_levels``, as counts per level ``[M, n_levels]``."""
+    out = [np.bincount(c, minlength=n_levels)
+           for c in itertools.combinations_with_replacement(range(n_levels), size)]
+    return np.asarray(out, dtype=np.int64).reshape(-1, n_levels)
+
+
+def configuration_levels(data: MultiAccelData, max_configurations: int = DEFAULT_MAX_CONFIGURATIONS
+                         ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The sub-accelerator classes and, per class, the positive bandwidth levels ``b = B/W`` of the configuration
+    rows: the same number of levels per class, as many as keep the configurations within ``max_configurations``."""
+    t = data.table
+    classes = accelerator_classes(data)
+    b = t.bandwidth / float(data.system_bandwidth)
+    lp, _ = progress_terms(data)
+
+    def count(k: list[int]) -> int:
+        return math.prod(math.comb(kc + c.size, c.size) for kc, c in zip(k, classes, strict=True))
+
+    distinct = [np.unique(b[:, c[0]][b[:, c[0]] > 0]).size for c in classes]
+    k = [min(1, d) for d in distinct]
+    while True:
+        grow = [i for i in range(len(k)) if k[i] < distinct[i]]
+        trial = [k[i] + (i in grow) for i in range(len(k))]
+        if not grow or count(trial) > max_configurations:
+            break
+        k = trial
+    levels = [round_down_levels(b[:, c[0]], lp[:, c[0]], kc) for c, kc in zip(classes, k, strict=True)]
+    return classes, levels
+
+
+def _configuration_rows(b: LinearModelBuilder, data: MultiAccelData, xg: np.ndarray, q: int, big_t: int,
+                        s: float, max_configurations: int) -> None:
+    """The configuration rows (module docstring, Fact 3): occupation measures ``μ`` of the configurations, their
+    per-class level marginals equal to the progress the assignment puts there, ``T ≥ Σ cost·μ``."""
+    t = data.table
+    classes, levels = configuration_levels(data, max_configurations)
+    bb = t.bandwidth / float(data.system_bandwidth)
+    lp, _ = progress_terms(data)
+    per_class = [_multisets(lv.size + 1, c.size) for c, lv in zip(classes, levels, strict=True)]
+    sizes = [pc.shape[0] for pc in per_class]
+    n_conf = math.prod(sizes)
+    grid = np.indices(sizes).reshape(len(sizes), -1)  # [C, K]: the multiset of each class in each configuration
+    load = np.zeros(n_conf)
+    for ci, (pc, lv) in enumerate(zip(per_class, levels, strict=True)):
+        load += pc[grid[ci]] @ np.concatenate([[0.0], lv])
+    cost = np.maximum(1.0, load)
+    mu = b.add_vars("mu", n_conf)
+    b.add_rows("configuration-cost", 1, np.zeros(n_conf + 1, dtype=np.int64), np.concatenate([mu, [big_t]]),
+               np.concatenate([cost, [-1.0]]), upper=0.0)
+    b.add_rows("configuration-time", 1, np.zeros(n_conf + 1, dtype=np.int64), np.concatenate([mu, [q]]),
+               np.concatenate([np.ones(n_conf), [-1.0]]), lower=0.0, upper=0.0)
+    for ci, (c, lv, pc) in enumerate(zip(classes, levels, per_class, strict=True)):
+        counts = pc[grid[ci]]  # [K, levels + 1]
+        # the level of every (job, sub-accelerator of the class): the largest level <= b (0: below every level)
+        lev = np.searchsorted(lv, bb[:, c], side="right")  # [J, |c|] in 0..len(lv)
+        for ell in range(1, lv.size + 1):
+            kk = np.flatnonzero(counts[:, ell])
+            jj, aa = np.nonzero((lev == ell) & (lp[:, c] > 0))
+            b.add_rows(f"configuration-level-{ci}-{ell}", 1, np.zeros(kk.size + jj.size, dtype=np.int64),
+                       np.concatenate([mu[kk], xg[jj, c[aa]]]),
+                       np.concatenate([counts[kk, ell].astype(float), -lp[jj, c[aa]] / s]), lower=0.0, upper=0.0)
 
 
 def _bound_options(options: SolveOptions | None) -> SolveOptions:
@@ -285,9 +435,10 @@ def _bound_options(options: SolveOptions | None) -> SolveOptions:
 
 
 def lp_bound(data: MultiAccelData, options: SolveOptions | None = None, *, upper: float | None = None,
-             semantics: Semantics = "fluid") -> float | None:
+             semantics: Semantics = "fluid", configurations: int = 0) -> float | None:
     """The LP relaxation's optimum (seconds, with the safety margin), or ``None`` when HiGHS fails."""
-    model, s = build_bound_model(data, integer=False, upper=upper, semantics=semantics)
+    model, s = build_bound_model(data, integer=False, upper=upper, semantics=semantics,
+                                 configurations=configurations)
     res = solve_linear(model, "highs", _bound_options(options))
     if res.status != Status.OPTIMAL or res.objective is None:
         return None
@@ -295,7 +446,7 @@ def lp_bound(data: MultiAccelData, options: SolveOptions | None = None, *, upper
 
 
 def makespan_bound(data: MultiAccelData, options: SolveOptions | None = None, *, upper: float | None = None,
-                   semantics: Semantics = "fluid") -> MakespanBound:
+                   semantics: Semantics = "fluid", configurations: int = 0) -> MakespanBound:
     """The valid lower bound: the MILP relaxation on HiGHS (its dual bound when a limit stops it), the LP relaxation
     when the MILP gives nothing, and never less than the closed-form bound.
 
@@ -308,7 +459,8 @@ def makespan_bound(data: MultiAccelData, options: SolveOptions | None = None, *,
     closed = closed_form_bound(data, semantics)
     if data.table.n_jobs == 0:
         return MakespanBound(0.0, "closed-form", Status.OPTIMAL, 0.0, semantics=semantics)
-    model, s = build_bound_model(data, integer=True, upper=upper, semantics=semantics)
+    model, s = build_bound_model(data, integer=True, upper=upper, semantics=semantics,
+                                 configurations=configurations if semantics == "fluid" else 0)
     res = solve_linear(model, "highs", _bound_options(options))
     notes: list[str] = []
     milp_bound = None
@@ -328,7 +480,8 @@ def makespan_bound(data: MultiAccelData, options: SolveOptions | None = None, *,
         source = "milp" if res.status == Status.OPTIMAL else "milp-dual"
         value = milp_bound
     else:
-        lp = lp_bound(data, options, upper=upper, semantics=semantics)
+        lp = lp_bound(data, options, upper=upper, semantics=semantics,
+                      configurations=configurations if semantics == "fluid" else 0)
         source, value = ("lp", lp) if lp is not None else ("closed-form", closed)
     value = closed if value is None else max(value, closed)  # the closed form is exact; never report less
     return MakespanBound(value=float(value), source=source, status=res.status, closed_form=closed, lp=lp,

@@ -78,6 +78,8 @@ from ortools.sat.python import cp_model
 
 from dlaopt.formulations.multiaccel.bound import MakespanBound, makespan_bound, min_durations
 from dlaopt.formulations.multiaccel.evaluator import FluidEvaluator, check, precedence_cycle, violations
+from dlaopt.formulations.multiaccel.localsearch import local_search, orders_of_assignment
+from dlaopt.formulations.multiaccel.localsearch import supports as ls_supports
 from dlaopt.formulations.multiaccel.model import (
     Assignment,
     ColocateRule,
@@ -94,6 +96,9 @@ DEFAULT_FRACTIONS: tuple[float, ...] = (1.0, 0.5, 0.25)
 DEFAULT_RESOLUTION = 1000  # time units over the warm start's fluid makespan
 DEFAULT_CAPACITY = 10_000  # integer bandwidth units in the system bandwidth
 DEFAULT_BOUND_FRACTION = 0.2  # share of options.time_limit given to the bound MILP
+LOCAL_SEARCH_FRACTION = 0.8  # lever local_search: its share of the time left after the bounds
+LOCAL_SEARCH_ROUNDS = 100  # lever local_search: rounds without a time limit (deterministic)
+CONFIGURATIONS = 1000  # lever configurations: columns of the configuration rows in the fluid bound
 MAX_RECORDED_SOLUTIONS = 200  # improving CP-SAT solutions kept for the fluid re-evaluation (the last ones)
 _ROUND_RTOL = 1e-9
 
@@ -759,7 +764,8 @@ def _extra(options: SolveOptions, key: str, value: Any, default: Any) -> Any:
 def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, warm_start: Assignment | None = None,
                 fractions: tuple[float, ...] | None = None, resolution: int | None = None,
                 time_unit: float | None = None, capacity: int | None = None,
-                bound_fraction: float | None = None, relaxation: RelaxationOutcome | None = None) -> ExactResult:
+                bound_fraction: float | None = None, relaxation: RelaxationOutcome | None = None,
+                levers: dict[str, bool] | None = None) -> ExactResult:
     """Solve the mode model with CP-SAT and return the best schedule by the fluid evaluator (module docstring).
 
     ``options``: ``threads`` -> CP-SAT workers (default 2), ``seed``, ``time_limit`` (total: ``bound_fraction`` of
@@ -774,8 +780,16 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
     already solved) runs first: its infeasibility is returned as INFEASIBLE (no assignment), its schedule becomes
     the warm start when it meets them. No candidate at the end gives NO_SOLUTION, or INFEASIBLE when the mode
     model is exact (:func:`model_is_exact`) and infeasible over a horizon that holds every left-justified schedule.
+
+    ``levers`` (:data:`dlaopt.specs.multiaccel.EXACT_LEVERS`; missing ones off, which is the method without them):
+    ``configurations`` adds the configuration rows to the fluid bound (:func:`.bound.build_bound_model`);
+    ``relaxation_start`` offers the fluid bound MILP's assignment (ordered by :func:`.localsearch.orders_of_assignment`)
+    as a candidate; ``local_search`` runs :func:`.localsearch.local_search` from the best schedule so far for
+    ``LOCAL_SEARCH_FRACTION`` of the time CP-SAT would have had (``LOCAL_SEARCH_ROUNDS`` rounds without a time
+    limit). The best schedule so far then warm-starts CP-SAT, which gets the rest.
     """
     t0 = time.perf_counter()
+    lever = {k: bool(v) for k, v in (levers or {}).items()}
     options = options if options is not None else SolveOptions()
     fractions = tuple(_extra(options, "multiaccel_fractions", fractions, DEFAULT_FRACTIONS))
     resolution = int(_extra(options, "multiaccel_resolution", resolution, DEFAULT_RESOLUTION))
@@ -817,7 +831,7 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
     warm_valid = warm_start is not None
     warm = warm_start if warm_start is not None else greedy
     warm_sim = ev.simulate(warm)
-    h_fluid = warm_sim.makespan
+    h_fluid = warm_makespan = warm_sim.makespan
     upper = h_fluid if warm_valid else None
 
     # the bounds first (HiGHS), each with half of their share of the time limit: the fluid one is the valid bound
@@ -825,8 +839,35 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
     bound_opts = dataclasses.replace(
         options, warm_start=None, progress=None, extra={},
         time_limit=None if options.time_limit is None else 0.5 * bound_fraction * options.time_limit)
-    bound = makespan_bound(data, bound_opts, upper=upper, semantics="fluid")
+    bound = makespan_bound(data, bound_opts, upper=upper, semantics="fluid",
+                           configurations=CONFIGURATIONS if lever.get("configurations") else 0)
     floor = makespan_bound(data, bound_opts, upper=upper, semantics="any")
+
+    # better starts for CP-SAT (and candidates of their own): the bound relaxation's assignment, a local search
+    start_source = "warm-start"
+    improved: list[tuple[str, Assignment, float]] = []  # (source, schedule, fluid makespan), each better than the last
+    if lever.get("relaxation_start") and warm_valid and bound.relaxed_accelerator is not None:
+        ra = orders_of_assignment(data, bound.relaxed_accelerator, ev)
+        v = ev.makespan(ra.order)
+        if v < h_fluid and not (constrained and broken(ra)):
+            improved.append(("relaxation", ra, v))
+    if lever.get("local_search") and warm_valid and ls_supports(data):
+        base_src, base, base_v = improved[-1] if improved else ("warm-start", warm, h_fluid)
+        deadline = rounds = None
+        if options.time_limit is not None:
+            left_ls = max(0.0, options.time_limit - (time.perf_counter() - t0))
+            deadline = time.perf_counter() + LOCAL_SEARCH_FRACTION * left_ls
+        else:
+            rounds = LOCAL_SEARCH_ROUNDS
+        found = local_search(data, base, seed=options.seed or 0, rounds=rounds, deadline=deadline, evaluator=ev,
+                             target=bound.value * (1.0 + options.mip_rel_gap))
+        notes.append(f"local search from the {base_src} schedule: {found.rounds} rounds, {found.evaluations} "
+                     f"schedules simulated, fluid makespan {base_v:.6g} -> {found.makespan:.6g} s")
+        if found.makespan < base_v and not (constrained and broken(found.assignment)):
+            improved.append(("local-search", found.assignment, found.makespan))
+    if improved:  # the best schedule so far warm-starts CP-SAT (time unit, horizon, hint)
+        start_source, warm, h_fluid = improved[-1]
+        warm_sim = ev.simulate(warm)
 
     unit = float(time_unit) if time_unit is not None else (h_fluid / resolution if h_fluid > 0 else 1.0)
     mm_all = build_mode_model(data, unit, fractions=fractions, capacity=capacity)
@@ -865,7 +906,13 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
     left = None
     if options.time_limit is not None:
         left = max(0.0, options.time_limit - (time.perf_counter() - t0))
-    ms = solve_model(cm, dataclasses.replace(options, time_limit=left))
+    if ((lever.get("local_search") or lever.get("relaxation_start")) and not exact
+            and h_fluid <= bound.value * (1.0 + options.mip_rel_gap)):  # the start is proven optimal already
+        # (an exact mode model still runs: its proven optimum lifts the bound to the optimum itself)
+        ms = ModelSolution("NOT_RUN", None, None, None, None, [], [], 0.0,
+                           ["CP-SAT not run: the best schedule before it meets the valid bound"])
+    else:
+        ms = solve_model(cm, dataclasses.replace(options, time_limit=left))
     notes.extend(ms.notes)
 
     def fluid_value(a: Assignment) -> float:
@@ -882,10 +929,10 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
         for rank, (o, s, _) in enumerate(reversed(ms.solutions[:-1]), start=1):
             a = decode(mm, o, s)
             candidates.append((fluid_value(a), rank, "cpsat", a))
-    elif warm_valid:
+    elif warm_valid and ms.status != "NOT_RUN":
         notes.append(f"CP-SAT returned {ms.status} (no model solution); the warm start is kept")
     if warm_valid:
-        candidates.append((h_fluid, len(candidates) + 1, "warm-start", warm))
+        candidates.append((h_fluid, len(candidates) + 1, start_source, warm))
     candidates = [c for c in candidates if math.isfinite(c[0])]
     if not candidates:
         if exact and ms.status == "INFEASIBLE":
@@ -915,7 +962,7 @@ def solve_exact(data: MultiAccelData, *, options: SolveOptions | None = None, wa
     return ExactResult(
         assignment=best, simulation=sim, makespan=fluid, source=source, bound=valid, status=status,
         message="; ".join(p for p in notes if p), cpsat_fluid_makespan=cpsat_fluid, model_makespan=model_makespan,
-        model_bound=model_bound, model_status=ms.status, warm_start_makespan=h_fluid if warm_valid else None,
+        model_bound=model_bound, model_status=ms.status, warm_start_makespan=warm_makespan if warm_valid else None,
         bound_detail=bound, floor_detail=floor, time_unit=unit, model_stats=cm.stats(), trace=trace,
         solve_time_s=time.perf_counter() - t0, cpsat_time_s=ms.time_s)
 

@@ -41,6 +41,7 @@ from dlaopt.formulations.multiaccel.model import (
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.specs import multiaccel as opts
 from dlaopt.specs.constraints import Constraint, KeyPath
+from dlaopt.specs.tuning import levers
 from dlaopt.workload.graph import Workload
 from dlaopt.workload.jobs import InlineJobs, TaskGroup
 
@@ -305,7 +306,8 @@ class MultiAccelProblem(Problem[MultiAccelData, Assignment]):
             v = self._objective(data, ev, a)
             if warm is None or v < warm[2]:
                 warm = (name, a, v)
-        res = solve_exact(data, options=options, warm_start=warm[1] if warm else None, relaxation=relaxation)
+        res = solve_exact(data, options=options, warm_start=warm[1] if warm else None, relaxation=relaxation,
+                          levers=levers(data.options, opts.EXACT_LEVERS))
         if res.assignment is None:
             return ExactOutcome(None, res.status, None, "cpsat", res.solver_version, message=res.message,
                                 solve_time_s=time.perf_counter() - t0, metrics={"cpsat_status": res.model_status})
