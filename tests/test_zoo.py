@@ -14,6 +14,7 @@ from dlaopt.zoo import ZOO
 EXPECTED_NETWORKS = {
     "cifar-cnn10", "lenet5", "lstm", "minerva", "elu", "large-elu", "resnet-cifar", "vgg-cifar",
     "alexnet", "vgg16", "resnet18", "resnet50", "mobilenet-v2", "googlenet", "mnasnet", "bert-base",
+    "bert-large", "llama-block",
 }
 
 _CACHE: dict[str, Workload] = {}

@@ -8,7 +8,8 @@ Importing this package registers every network:
 * :mod:`dlaopt.zoo.recurrent` — ``lstm`` (unrolled, weights shared across time steps);
 * :mod:`dlaopt.zoo.imagenet` — ``alexnet``, ``vgg16``, ``resnet18``, ``resnet50`` (v1.5 or v1), ``squeezenet``
   (1.1 or 1.0), ``mobilenet-v2``, ``googlenet``, ``mnasnet``;
-* :mod:`dlaopt.zoo.transformer` — ``bert-base``, ``trxl``, ``flaubert``, ``t5``, ``xlm`` (FLAT's attention models);
+* :mod:`dlaopt.zoo.transformer` — ``bert-base``, ``bert-large``, ``trxl``, ``flaubert``, ``t5``, ``xlm`` (FLAT's
+  attention models) and ``llama-block`` (a Llama-style decoder block with Llama-2-7B's shapes);
 * :mod:`dlaopt.zoo.recommendation` — ``dlrm``, ``wide-deep``, ``ncf`` (batch 64 by default) and ``gpt2``;
 * :mod:`dlaopt.zoo.wavenet` — ``parallel-wavenet`` (the IAF student of Parallel WaveNet, data-movement chains).
 
