@@ -5,11 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from dlaopt.specs.constraints import LAYER_SELECTOR, constraints_schema, fixed_or_bounded
+from dlaopt.specs.tuning import tuning_schema
 
 OBJECTIVES: tuple[str, ...] = ("energy", "latency", "edp")
 """Per layer, from the cost model (:mod:`dlaopt.formulations.mapping.cost`): ``energy`` in pJ, ``latency`` in cycles,
 ``edp`` = energy x latency. For several layers: total energy, total latency (layers run one after another), and the
 sum of the layers' EDPs (each layer mapped for its own EDP; the product of the totals is reported as a metric)."""
+
+EXACT_LEVERS: dict[str, str] = {
+    "near_first": "EDP: solve the least energy under a latency cap just above the least latency (where the fast and "
+    "frugal mappings lie) before the least energy at any latency, whose tables its incumbent then cuts",
+    "tight_top": "EDP: the walk over latency caps ends where the least energy times the latency reaches the best "
+    "EDP (nothing slower can beat it), and a cap's energy bound also bounds every smaller cap",
+    "ga_race": "under a time limit, with a core spare, the GA runs in another (niced) process alongside the exact "
+    "method (same seed and time limit); its mapping cuts the walk's value tables once it is in and is the answer "
+    "when it is better",
+    "reuse": "warm-start each layer from its most similar solved layer, its mapping adapted to the layer's shape "
+    "(seed 001 §5.3.1), and reuse proven layers of the on-disk cache (option cache_dir); also seeds GA and random",
+}
+"""Levers of the exact method (``options.exact_tuning``, each on by default; see :mod:`dlaopt.specs.tuning`)."""
 
 OPTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,6 +72,16 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "default": 2000000,
             "description": "The 'exhaustive' method refuses layers with more mappings than this.",
         },
+        "cache_dir": {
+            "type": ["string", "null"],
+            "minLength": 1,
+            "default": None,
+            "description": "A directory of solved layers shared across runs (created if missing): a layer of the "
+            "same shape, hardware, constraints and objective proven optimal before is reused after the cost model "
+            "re-evaluates it; other solved layers warm-start similar ones (seed 001 §5.3.1). Null: no cache. "
+            "Used while the exact_tuning lever 'reuse' is on.",
+        },
+        "exact_tuning": tuning_schema(EXACT_LEVERS),
     },
 }
 

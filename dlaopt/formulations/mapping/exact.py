@@ -8,7 +8,18 @@ MILP, ``cn`` the latency of the least-energy mapping: anything slower is dominat
 (geometrically) the interval with the least such bound, offering every mapping found as an incumbent; a solved cap
 whose mapping has latency ``l < c`` also closes ``(l, c]``. It stops when no interval's bound is below the best EDP
 (within the gap): the best EDP is then optimal. Intervals narrower than ``LATENCY_STEP`` (relative) are closed
-as they stand, so the proven bound carries that factor.
+as they stand, so the proven bound carries that factor. When the least-energy solve is cut short, mappings slower
+than the one it found keep its energy bound (an interval up to ``best / E_min``), so a walk cut short never claims
+more than it proved.
+
+Levers (``options.exact_tuning``, :data:`dlaopt.specs.mapping.EXACT_LEVERS`; all off is the walk above):
+``near_first`` solves ``E(c)`` at ``c = L_min (1 + NEAR_STEP)`` first (with at most ``NEAR_SHARE`` of the time
+left): fast, frugal mappings lie there, and the EDP of the one it finds cuts the value tables of the least-energy
+MILP after it (``energy_cap = best / L_min``); ``tight_top`` bisects an interval only up to ``best / E_min`` (nothing
+slower beats the best: the walk is bounded from both sides) and lets a cap's energy bound also bound every smaller
+cap (``E`` is non-increasing). ``ga_race`` belongs to the per-layer driver
+(:func:`dlaopt.formulations.mapping.problem.run_layer_exact`): a GA racing in another process, whose mapping the
+walk takes through ``incumbents`` (polled before each MILP solve) as soon as it is in.
 
 A :class:`~dlaopt.formulations.mapping.space.LayerSpace` (the user's constraints on the layer, for the one
 architecture given) is enforced inside the MILP; warm starts outside it are dropped (neither hints nor caps), and a
@@ -20,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable, Sequence
 from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +53,12 @@ HIGHS_TOLERANCES: dict[str, float] = {}
 # tolerance on the latency cap)
 LATENCY_STEP = 1e-6
 MAX_CAPACITY_RESOLVES = 5
+# EDP, lever near_first: the first latency cap lies this far (relative) above the least latency. Not closer: the
+# solver's presolve is unreliable on caps within ~1e-6 of a latency it must reach (measured: wrong "optimal"), and the
+# energy MILP grows slower as the cap nears the least latency (x3 at 1e-4 against 1e-3 on ResNet-50's conv2)
+NEAR_STEP = 0.01
+# ... and it gets at most this share of the time left: the least-energy solve after it bounds every latency
+NEAR_SHARE = 0.5
 # without an incumbent, the counts' value tables are cut at this multiple of a lower bound of the objective (a guessed
 # cap: exact whenever the optimum lies below it; otherwise the mapping found becomes the incumbent and caps a re-solve)
 CAP_GUESS = 4.0
@@ -50,6 +68,7 @@ MODEL_TOLERANCE = 1e-5
 BROKEN_SPACE = "the MILP's mapping breaks the constraints"
 RootsArg = MappingABC[str, int] | None  # operand -> the level its chain ends at (see the cost model)
 LimitsArg = MappingABC[tuple[int, str], float] | None  # (level, memory) -> bytes the tiles may use there
+Incumbents = Callable[[], Sequence[Mapping]]  # mappings found elsewhere meanwhile (polled between sub-solves)
 
 
 def _unscaled(br: BackendResult, scale: float) -> BackendResult:
@@ -234,12 +253,18 @@ def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Map
 def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list[Mapping] | None = None,
                 options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500,
                 space: LayerSpace | None = None, roots: RootsArg = None,
-                capacity_limits: LimitsArg = None) -> LayerExact:
+                capacity_limits: LimitsArg = None, tuning: MappingABC[str, bool] | None = None,
+                incumbents: Incumbents | None = None) -> LayerExact:
     """The optimum of one layer for ``objective`` (energy, latency or edp) on ``arch``, among the mappings that
     keep ``space`` (its factor bounds, spatial allowances, order chains and minimum utilization; its ``archs`` are
     the caller's business). Warm starts outside the space are ignored. ``roots`` (operand -> the level its chain
     ends at) and ``capacity_limits`` ((level, memory) -> bytes) are the cost model's
-    (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`)."""
+    (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`). ``tuning``: the EDP walk's levers
+    (:data:`dlaopt.specs.mapping.EXACT_LEVERS`; a lever missing is off, so ``None`` is the walk without any).
+    ``incumbents``: polled by the EDP walk before each of its MILP solves; the mappings it returns (e.g. a heuristic
+    racing in another process) are offered as incumbents (those invalid or outside ``space`` are ignored) and so
+    cut the value tables of the solves after them and end the walk sooner. The caller offers them after the solve
+    as well (energy and latency make a single solve, which does not poll)."""
     options = options or SolveOptions()
     warm = [m for m in (warm or [])
             if _value(nest, arch, m, objective, roots, capacity_limits) is not None
@@ -250,14 +275,18 @@ def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list
                             roots=roots, capacity_limits=capacity_limits)
     if objective != "edp":
         raise ValueError(f"unknown mapping objective '{objective}'")
-    return _solve_edp(nest, arch, warm, options, solver, max_solves, space, roots, capacity_limits)
+    return _solve_edp(nest, arch, warm, options, solver, max_solves, space, roots, capacity_limits, tuning,
+                      incumbents)
 
 
 def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
                max_solves: int, space: LayerSpace | None = None, roots: RootsArg = None,
-               capacity_limits: LimitsArg = None) -> LayerExact:
-    """EDP by bisection over latency caps (see the module docstring)."""
+               capacity_limits: LimitsArg = None, tuning: MappingABC[str, bool] | None = None,
+               incumbents: Incumbents | None = None) -> LayerExact:
+    """EDP by bisection over latency caps (see the module docstring); ``tuning`` switches the levers on."""
     t0 = time.perf_counter()
+    lever = dict(tuning or {})
+    near_first, tight_top = lever.get("near_first", False), lever.get("tight_top", False)
 
     def value(m: Mapping | None, objective: str) -> float | None:
         return _value(nest, arch, m, objective, roots, capacity_limits)
@@ -274,6 +303,14 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         if v is not None and v < best:
             best_m, best = m, v
 
+    def take() -> None:
+        """Offer the mappings ``incumbents`` hands over now (valid ones within the space)."""
+        if incumbents is None:
+            return
+        for m in incumbents():
+            if not outside_space(nest, arch, space, m):
+                offer(m)
+
     failure = ""
 
     def note(sub: LayerExact) -> None:
@@ -286,12 +323,17 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     trace: list[TracePoint] = []
     solves = 0
 
-    def energy_under(cap: float | None) -> LayerExact:
+    def energy_under(cap: float | None, share: float = 1.0) -> LayerExact:
+        """The energy MILP under latency cap ``cap``, warm-started from the best mapping within it, its energy
+        tables cut where the EDP could no longer beat the best; within ``share`` of the time left."""
         nonlocal solves
+        take()
         fitting = [m for m in ([best_m] if best_m is not None else []) + warm
                    if cap is None or (value(m, "latency") or math.inf) <= cap]
+        tl = left()
         sub = solve_single(nest, arch, "energy", warm=fitting[0] if fitting else None,
-                           options=_with_time(options, left()), solver=solver, latency_limit=cap,
+                           options=_with_time(options, None if tl is None else tl * share), solver=solver,
+                           latency_limit=cap,
                            energy_cap=best / l_lb if math.isfinite(best) else None, space=space, roots=roots,
                            capacity_limits=capacity_limits)
         solves += sub.solves
@@ -299,6 +341,7 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         offer(sub.mapping)
         return sub
 
+    take()
     lat_warm = min(warm, key=lambda m: value(m, "latency")) if warm else None  # type: ignore[arg-type,return-value]
     lmin = solve_single(nest, arch, "latency", warm=lat_warm, options=options, solver=solver, space=space,
                         roots=roots, capacity_limits=capacity_limits)
@@ -307,12 +350,16 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     if lmin.status == Status.INFEASIBLE and best_m is None:
         return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
                           lmin.message or "no mapping satisfies the constraints")
-    if lmin.mapping is None or lmin.bound is None:
+    if lmin.mapping is None or lmin.bound is None or not 0 < lmin.bound < math.inf:  # no (positive) bound yet
         return LayerExact(best_m, best if best_m else None, None, None,
                           Status.NO_SOLUTION if best_m is None else Status.FEASIBLE, time.perf_counter() - t0, solves,
                           "no mapping found for the least latency")
     offer(lmin.mapping)
     l_lb = lmin.bound  # no mapping is faster
+    # near_first: a first cap just above the least latency, solved before the least energy (whose tables the EDP
+    # of the mapping it finds then cuts)
+    near_cap = l_lb * (1 + NEAR_STEP) if near_first else None
+    near = energy_under(near_cap, NEAR_SHARE) if near_cap is not None else None
     top = energy_under(None)  # the least energy at any latency
     if top.mapping is None or top.bound is None:
         return LayerExact(best_m, best, None, None, Status.FEASIBLE, time.perf_counter() - t0, solves,
@@ -321,21 +368,61 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     # mapping are dominated by it. Interval (c[i-1], c[i]] has EDP >= e[i] * c[i-1].
     l_top = value(top.mapping, "latency")
     assert l_top is not None
+    e_min = top.bound  # no mapping uses less energy
     points: list[tuple[float, float]] = [(l_top, top.bound)]
+    if top.status != Status.OPTIMAL:
+        # the least energy is not proven: mappings slower than the one found are not dominated by it; they keep the
+        # energy bound, and nothing slower than best / e_min beats the best (bisected up to there)
+        points.append((math.inf, e_min))
     status, message = Status.OPTIMAL, ""
     exact_points = top.status == Status.OPTIMAL
-    while True:
+    if near is not None and near_cap is not None and (near_cap < l_top or top.status != Status.OPTIMAL):
+        found: list[tuple[float, float]] = []
+        if near.status == Status.INFEASIBLE or (near.mapping is None and near.status == Status.OPTIMAL):
+            found.append((near_cap, math.inf))
+        elif near.bound is not None:
+            exact_points = exact_points and near.status == Status.OPTIMAL
+            found.append((near_cap, near.bound))
+            l_near = value(near.mapping, "latency") if near.mapping is not None else None
+            if l_near is not None and l_near < near_cap and near.status == Status.OPTIMAL:
+                found.append((l_near, near.bound))
+        points = sorted(points + found)
+
+    closed: set[tuple[float, float]] = set()  # points that close their interval at the best EDP (no energy bound)
+
+    def interval_bounds() -> list[float]:
         lows = [l_lb] + [c for c, _ in points[:-1]]
-        bounds = [e * lo for (c, e), lo in zip(points, lows, strict=True)]
+        out = []
+        floor_e = 0.0  # tight_top: a cap's energy bound holds below every larger cap too (a closed mark does not)
+        for (c, e), lo in reversed(list(zip(points, lows, strict=True))):
+            if not tight_top:
+                out.append(e * lo)
+            elif (c, e) in closed:
+                out.append(max(floor_e, e) * lo)
+            else:
+                floor_e = max(floor_e, e)
+                out.append(floor_e * lo)
+        return out[::-1]
+
+    while True:
+        take()
+        lows = [l_lb] + [c for c, _ in points[:-1]]
+        bounds = interval_bounds()
         i = min(range(len(points)), key=lambda j: bounds[j])
         lower = min(bounds[i], best)
         trace.append(TracePoint(time.perf_counter() - t0, best, lower))
         if bounds[i] >= best * (1 - options.mip_rel_gap):
             break
         lo, (hi, _) = lows[i], points[i]
+        if tight_top or math.isinf(hi):
+            hi = min(hi, best / e_min if e_min > 0 else math.inf)
+        if math.isinf(hi):
+            status, message = Status.FEASIBLE, "no energy bound above the least latency"
+            break
         if hi <= lo * (1 + LATENCY_STEP):
             # an interval this narrow holds nothing better than LATENCY_STEP below its cap's mapping: close it
-            points[i] = (hi, best / lo if lo > 0 else math.inf)
+            points[i] = (points[i][0], best / lo if lo > 0 else math.inf)
+            closed.add(points[i])
             continue
         tl = left()
         if (tl is not None and tl <= 0.05) or solves >= max_solves:
@@ -356,8 +443,9 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         if l_sub is not None and l_sub < mid and sub.status == Status.OPTIMAL:
             new.insert(0, (l_sub, sub.bound))  # (l_sub, mid] holds nothing better than that mapping
         points[i:i] = new
-    bounds = [e * lo for (c, e), lo in zip(points, [l_lb] + [c for c, _ in points[:-1]], strict=True)]
-    bound = min(min(bounds), best) * (1 - LATENCY_STEP)
+    bound: float | None = min(min(interval_bounds()), best) * (1 - LATENCY_STEP)
+    if bound is not None and not math.isfinite(bound):  # a sub-solve cut short before any bound
+        bound = None
     if not exact_points and status == Status.OPTIMAL:
         message = "some energy bounds within the MILP gap"
     if failure:

@@ -16,7 +16,9 @@ machine's speed) and returns the best *valid* mapping it evaluated, or ``None`` 
   ShiDianNao-like (output rows and columns P and Q across the array, output stationary), with tile sizes chosen
   greedily against the cost model.
 * :data:`HEURISTICS` — the five mappers behind one signature ``(nest, arch, objective, *, seed, budget,
-  time_limit, rules)``.
+  time_limit, rules, roots, capacity_limits, initial)``; ``initial`` (warm-start mappings, e.g. a similar layer's
+  adapted by :mod:`.reuse`) seeds GAMMA's population and the random mapper's first samples; the fixed dataflows
+  ignore it.
 
 Constrained map spaces (the user's mapping constraints, :mod:`dlaopt.formulations.mapping.space`): every mapper takes
 ``rules`` (:class:`SpaceRules`, the space compiled for one architecture) and then only ever returns a mapping inside
@@ -45,7 +47,7 @@ from functools import cache
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, Slot, Store
 from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping, operand_roots
 from dlaopt.formulations.mapping.loopnest import LoopNest, divisors, prime_factors
-from dlaopt.formulations.mapping.mapping import Mapping
+from dlaopt.formulations.mapping.mapping import Mapping, mapping_errors
 from dlaopt.formulations.mapping.milp import effective_capacity
 from dlaopt.formulations.mapping.space import LayerSpace
 
@@ -729,18 +731,22 @@ class Evaluator:
 # ================================================================================================== random search
 def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples: int, seed: int,
                   time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-                  capacity_limits: Limits = None) -> Mapping | None:
+                  capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> Mapping | None:
     """Timeloop's random mapper: the best valid mapping among ``samples`` random ones (:func:`sample_mapping`:
     uniform random factorizations that respect the spatial axes by construction, random permutations). Samples that
     overflow a buffer are rejected but count as samples, as do repeated ones. Departure from Timeloop's
     Random-Pruned: no pruning of equivalent permutations (repeats are merely not re-evaluated).
 
     In a constrained space (``rules``) each sample is projected into it (:meth:`SpaceRules.project`); a sample the
-    projection gives up on counts as a sample. ``roots`` and ``capacity_limits`` go to the cost model."""
+    projection gives up on counts as a sample. ``roots`` and ``capacity_limits`` go to the cost model. ``initial``:
+    mappings scored first (warm starts from similar layers), each counting as a sample."""
     rng = random.Random(seed)
     ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules, roots=roots,
                    capacity_limits=capacity_limits)
-    for _ in range(samples):
+    for m0 in initial[:samples]:
+        if not mapping_errors(nest, arch, m0):
+            ev.value(m0)
+    for _ in range(samples - min(samples, len(initial))):
         if ev.exhausted:
             break
         m: Mapping | None = sample_mapping(nest, arch, rng)
@@ -992,6 +998,7 @@ def gamma(
     rules: SpaceRules | None = None,
     roots: Roots = None,
     capacity_limits: Limits = None,
+    initial: Sequence[Mapping] = (),
 ) -> Mapping | None:
     """GAMMA (seed 001 Chapter 4): a genetic algorithm over :class:`Genome` individuals.
 
@@ -1006,6 +1013,11 @@ def gamma(
     ``evaluations`` bounds the number of distinct mappings scored (cache misses, see :class:`Evaluator`) and
     ``time_limit`` the wall-clock seconds; the best valid mapping ever evaluated is returned. ``roots`` and
     ``capacity_limits`` go to the cost model (and the capacity repair of the initial individuals).
+
+    ``initial``: mappings to start from (seed 001 §5.3.1's warm start: a similar layer's mapping adapted to this
+    one, :mod:`.reuse`): each structurally valid one is scored as given and encoded as one of the first individuals
+    (up to ``population``), the rest of the population random as usual. Without ``initial`` the run is exactly the
+    one above.
 
     Departures from the seed, forced by dlaopt's fixed hierarchy or made for efficiency:
 
@@ -1047,7 +1059,15 @@ def gamma(
             out.append((ev.cache.get(key, math.inf) if ev.exhausted else ev.value(m), key))
         return out
 
-    pop = [ga.random_genome() for _ in range(population)]
+    seeded: list[Genome] = []
+    for m in initial:
+        if len(seeded) >= population or ev.exhausted:
+            break
+        if set(m.factors) != set(nest.dims) or mapping_errors(nest, arch, m):
+            continue
+        ev.value(m)
+        seeded.append(ga.encode(m, 1 if ga.pslots else 0))
+    pop = seeded + [ga.random_genome() for _ in range(population - len(seeded))]
     fit = score(pop)
     for _ in range(generations):
         if ev.exhausted:
@@ -1263,31 +1283,34 @@ DEFAULT_GENERATIONS = 50
 
 def _random(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
             time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-            capacity_limits: Limits = None) -> Mapping | None:
+            capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> Mapping | None:
     return random_search(nest, arch, objective, samples=DEFAULT_RANDOM_SAMPLES if budget is None else budget,
-                         seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits)
+                         seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits,
+                         initial=initial)
 
 
 def _ga(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
         time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-        capacity_limits: Limits = None) -> Mapping | None:
+        capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> Mapping | None:
     """Default: population 200 x 50 generations. With a ``budget`` (evaluations), the population is
     ``min(200, max(8, budget // 10))`` and generations run until the budget is spent (at most 4x the budget's worth
     of generations, in case the population converges onto already-evaluated mappings)."""
     if budget is None:
         return gamma(nest, arch, objective, population=DEFAULT_POPULATION, generations=DEFAULT_GENERATIONS,
-                     seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits)
+                     seed=seed, time_limit=time_limit, rules=rules, roots=roots, capacity_limits=capacity_limits,
+                     initial=initial)
     population = min(DEFAULT_POPULATION, max(8, budget // 10))
     generations = max(DEFAULT_GENERATIONS, 4 * -(-budget // population))
     return gamma(nest, arch, objective, population=population, generations=generations, seed=seed,
-                 time_limit=time_limit, evaluations=budget, rules=rules, roots=roots, capacity_limits=capacity_limits)
+                 time_limit=time_limit, evaluations=budget, rules=rules, roots=roots, capacity_limits=capacity_limits,
+                 initial=initial)
 
 
 def _dataflow_heuristic(name: str) -> Heuristic:
     def run(nest: LoopNest, arch: MappingArch, objective: str, *, seed: int = 0, budget: int | None = None,
             time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-            capacity_limits: Limits = None) -> Mapping | None:
-        del seed, budget  # deterministic, self-terminating
+            capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> Mapping | None:
+        del seed, budget, initial  # deterministic, self-terminating, a fixed dataflow
         return dataflow(nest, arch, name, objective, time_limit=time_limit, rules=rules, roots=roots,
                         capacity_limits=capacity_limits)
 
@@ -1318,13 +1341,15 @@ class SpaceResult:
 
 def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str, *, seed: int = 0,
                  budget: int | None = None, time_limit: float | None = None, roots: Roots = None,
-                 capacity_limits: Limits = None) -> SpaceResult:
+                 capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> SpaceResult:
     """Heuristic ``method`` on every architecture choice of ``space`` (the sample or evaluation budget and the time
     limit shared evenly among them), each run kept within the space (:class:`SpaceRules`); the best valid mapping
     (the first choice on ties). With nothing valid, ``reason`` names the layer and the constraint that turned away
     the most candidates. A space with alternatives (``one_of``) runs on every architecture choice of each.
-    ``roots`` and ``capacity_limits`` go to the cost model on every choice (level indices of its architecture)."""
+    ``roots`` and ``capacity_limits`` go to the cost model on every choice (level indices of its architecture).
+    ``initial``: warm-start mappings offered to the mapper on every choice (see :func:`gamma`)."""
     fn = HEURISTICS[method]
+    more = {"initial": tuple(initial)} if initial else {}
     runs = [(alt, choice) for alt in space.choices for choice in alt.archs]
     n = len(runs)
     t0 = time.monotonic()
@@ -1336,7 +1361,7 @@ def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str,
         share = None if budget is None else max(1, -(-budget // n))
         left = None if time_limit is None else max(0.0, (time_limit - (time.monotonic() - t0)) / (n - i))
         m = fn(nest, choice.arch, objective, seed=seed, budget=share, time_limit=left, rules=rules, roots=roots,
-               capacity_limits=capacity_limits)
+               capacity_limits=capacity_limits, **more)
         if rules is not None:
             rejected.update(rules.rejections)
             if m is not None and not rules.ok(m):
