@@ -42,6 +42,7 @@ EXPERIMENTS: dict[str, str] = {
     "flat": "dlaopt.experiments.commands:flat",
     "fusion": "dlaopt.experiments.commands:fusion",
     "polyacc": "dlaopt.experiments.commands:polyacc",
+    "scale-benchmark": "dlaopt.experiments.commands:scale_benchmark",
 }
 
 
