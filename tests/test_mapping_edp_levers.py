@@ -16,14 +16,14 @@ from mapping_cases import ARCHS
 from test_mapping_exact import LAYERS, brute_force, tight
 
 from dlaopt import harness
-from dlaopt.formulations.mapping import exact, problem
+from dlaopt.formulations.mapping import exact, race
 from dlaopt.formulations.mapping.arch import MappingArch
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.exact import solve_layer
 from dlaopt.formulations.mapping.heuristics import HEURISTICS
+from dlaopt.formulations.mapping.layers import run_layer_exact, run_layer_heuristic
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
-from dlaopt.formulations.mapping.problem import run_layer_exact, run_layer_heuristic
 from dlaopt.io.instance import load_instance
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.specs import mapping as spec
@@ -135,8 +135,8 @@ def children() -> set[int]:
 def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """A spare core for the race whatever the machine running the tests (and a GA at the normal priority, so that it
     ends on its small budget within the limit on a loaded machine too)."""
-    monkeypatch.setattr(problem, "_usable_cores", lambda: 2)
-    monkeypatch.setattr(problem, "RACE_NICE", 0)
+    monkeypatch.setattr(race, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(race, "RACE_NICE", 0)
 
 
 @pytest.mark.usefixtures("two_cores")
@@ -148,11 +148,11 @@ def test_ga_race_equals_brute_force(arch_name: str, layer_name: str, caps: tuple
     truth, _ = brute_force(nest, arch)
     before = children()
     so = SolveOptions(mip_rel_gap=1e-6, threads=1, time_limit=60.0)
-    for race in (True, False):
-        options = {**spec.DEFAULT_OPTIONS, **SMALL_GA, "warm_start": ["nvdla"], "exact_tuning": {"ga_race": race}}
+    for raced in (True, False):
+        options = {**spec.DEFAULT_OPTIONS, **SMALL_GA, "warm_start": ["nvdla"], "exact_tuning": {"ga_race": raced}}
         r = run_layer_exact(nest, arch, "edp", options, so, "highs")
         assert r is not None and r["status"] == Status.OPTIMAL.value, r and r["message"]
-        assert (r["ga_race"] is not None) == race
+        assert (r["ga_race"] is not None) == raced
         assert edp(nest, arch, r["mapping"]) == pytest.approx(truth["edp"], rel=1e-6)
         assert r["bound"] <= truth["edp"] * (1 + 1e-9)
         assert children() <= before
@@ -202,7 +202,7 @@ def test_ga_race_is_never_worse_than_the_ga_and_leaves_no_process() -> None:
     assert r["objective"] == pytest.approx(edp(nest, data.arch, r["mapping"]), rel=1e-12)
     assert r["bound"] is None or r["bound"] <= r["objective"]
     if r["ga_race"]["won"]:
-        assert r["warm_start"][0] == problem.RACE_NAME
+        assert r["warm_start"][0] == race.RACE_NAME
     assert children() <= before
 
 
@@ -229,19 +229,19 @@ def test_ga_race_only_under_a_time_limit_with_a_spare_core(monkeypatch: pytest.M
     """No race without a time limit, with a node limit, when asked to be deterministic, with the lever off, or when
     the layer workers (times their threads) take every core."""
     on = dict(spec.DEFAULT_OPTIONS)
-    monkeypatch.setattr(problem, "_usable_cores", lambda: 2)
-    assert problem._race_on(on, SolveOptions(time_limit=5.0), 5.0)
-    assert not problem._race_on(on, SolveOptions(), None)
-    assert not problem._race_on(on, SolveOptions(time_limit=5.0, node_limit=10), 5.0)
-    assert not problem._race_on(on, SolveOptions(time_limit=5.0, deterministic=True), 5.0)
-    assert not problem._race_on({**on, "exact_tuning": {"ga_race": False}}, SolveOptions(time_limit=5.0), 5.0)
-    assert not problem._race_on(on, SolveOptions(time_limit=5.0, threads=2), 5.0)
-    two = SolveOptions(time_limit=5.0, extra={problem.LAYER_WORKERS_KEY: 2})
-    assert not problem._race_on(on, two, 5.0)
-    monkeypatch.setattr(problem, "_usable_cores", lambda: 3)
-    assert problem._race_on(on, two, 5.0)
-    monkeypatch.setattr(problem, "_usable_cores", lambda: 1)
-    assert not problem._race_on(on, SolveOptions(time_limit=5.0), 5.0)
+    monkeypatch.setattr(race, "_usable_cores", lambda: 2)
+    assert race._race_on(on, SolveOptions(time_limit=5.0), 5.0)
+    assert not race._race_on(on, SolveOptions(), None)
+    assert not race._race_on(on, SolveOptions(time_limit=5.0, node_limit=10), 5.0)
+    assert not race._race_on(on, SolveOptions(time_limit=5.0, deterministic=True), 5.0)
+    assert not race._race_on({**on, "exact_tuning": {"ga_race": False}}, SolveOptions(time_limit=5.0), 5.0)
+    assert not race._race_on(on, SolveOptions(time_limit=5.0, threads=2), 5.0)
+    two = SolveOptions(time_limit=5.0, extra={race.LAYER_WORKERS_KEY: 2})
+    assert not race._race_on(on, two, 5.0)
+    monkeypatch.setattr(race, "_usable_cores", lambda: 3)
+    assert race._race_on(on, two, 5.0)
+    monkeypatch.setattr(race, "_usable_cores", lambda: 1)
+    assert not race._race_on(on, SolveOptions(time_limit=5.0), 5.0)
 
 
 @pytest.mark.usefixtures("two_cores")

@@ -240,7 +240,8 @@ def _check_cut_mapping(res: dict) -> list[str]:
     layer the limit left out is marked in the metrics and in its per-layer notes (status no_solution, completed_by
     a fixed-dataflow heuristic), and then the result is `feasible` without a bound, never `optimal`. The layers left
     out (none when every layer was solved in time: on a fast machine a limit may leave nothing out)."""
-    from dlaopt.formulations.mapping.problem import FILL_HEURISTICS, NOT_FINISHED_MESSAGE
+    from dlaopt.formulations.mapping.dispatch import NOT_FINISHED_MESSAGE
+    from dlaopt.formulations.mapping.problem import FILL_HEURISTICS
     from dlaopt.solvers.processes import NOT_STARTED_MESSAGE
 
     left = res["metrics"].get("layers_not_solved", {})

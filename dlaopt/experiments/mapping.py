@@ -19,8 +19,8 @@ from typing import Any
 
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.cost import evaluate_mapping
+from dlaopt.formulations.mapping.layers import run_layer_exact, run_layer_heuristic
 from dlaopt.formulations.mapping.loopnest import LoopNest, loopnest_from_operator, mappable_layers, unique_layers
-from dlaopt.formulations.mapping.problem import run_layer_exact, run_layer_heuristic
 from dlaopt.hardware.presets import PRESETS
 from dlaopt.solvers.processes import worker_pool
 from dlaopt.solvers.result import SolveOptions

@@ -2,7 +2,7 @@
 PE-to-PE forwarding links, from proven-optimal mappings.
 
 Two studies, each layer mapped by the exact method (the mapping MILP,
-:func:`~dlaopt.formulations.mapping.problem.run_layer_exact`, proven optimal for the objective) with the dataflow
+:func:`~dlaopt.formulations.mapping.layers.run_layer_exact`, proven optimal for the objective) with the dataflow
 fixed by mapping constraints — a ``spatial`` record naming the dimensions each PE-array axis unrolls and ``factors``
 records (``type: spatial``) fixing their factors; every temporal factor and loop order is left to the solver:
 
@@ -401,7 +401,8 @@ def run_case(b: Benchmark, study: str, *, objective: str, gemm_size: int, batch:
                                                                                      dict[str, Any]]:
     """The three variants of one case: CSV rows and a JSON detail (volumes per operand, mappings, documents)."""
     from dlaopt.formulations.mapping.cost import evaluate_mapping
-    from dlaopt.formulations.mapping.problem import MappingProblem, run_layer_exact
+    from dlaopt.formulations.mapping.layers import run_layer_exact
+    from dlaopt.formulations.mapping.problem import MappingProblem
     from dlaopt.io.instance import instance_from_dict
     from dlaopt.solvers.result import SolveOptions
 

@@ -370,7 +370,7 @@ def run_zigzag(python: str, request: dict[str, Any], out_path: Path | None = Non
 # ------------------------------------------------------------------------------------------------ the comparison
 def run_dlaopt_exact(nest: LoopNest, arch: MappingArch, objective: str, time_limit: float,
                      seed: int = 0) -> dict[str, Any]:
-    from dlaopt.formulations.mapping.problem import run_layer_exact
+    from dlaopt.formulations.mapping.layers import run_layer_exact
     from dlaopt.solvers.result import SolveOptions
 
     r = run_layer_exact(nest, arch, objective, dict(mapping_options.DEFAULT_OPTIONS),

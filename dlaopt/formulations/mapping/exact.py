@@ -18,7 +18,7 @@ left): fast, frugal mappings lie there, and the EDP of the one it finds cuts the
 MILP after it (``energy_cap = best / L_min``); ``tight_top`` bisects an interval only up to ``best / E_min`` (nothing
 slower beats the best: the walk is bounded from both sides) and lets a cap's energy bound also bound every smaller
 cap (``E`` is non-increasing). ``ga_race`` belongs to the per-layer driver
-(:func:`dlaopt.formulations.mapping.problem.run_layer_exact`): a GA racing in another process, whose mapping the
+(:func:`dlaopt.formulations.mapping.layers.run_layer_exact`): a GA racing in another process, whose mapping the
 walk takes through ``incumbents`` (polled before each MILP solve) as soon as it is in.
 
 A :class:`~dlaopt.formulations.mapping.space.LayerSpace` (the user's constraints on the layer, for the one

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from collections.abc import Mapping as MappingABC
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
@@ -84,8 +84,16 @@ def exhaustive(nest: LoopNest, arch: MappingArch, objective: str, *, limit: int 
     ``capacity_limits`` are passed to the cost model (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`)."""
     if space_size(nest, arch, stop_at=limit) > limit:
         raise SpaceTooLarge(f"layer {nest.name}: more than {limit} mappings to enumerate")
+    return best_of(all_mappings(nest, arch), nest, arch, objective, roots=roots, capacity_limits=capacity_limits)
+
+
+def best_of(candidates: Iterable[Mapping], nest: LoopNest, arch: MappingArch, objective: str, *,
+            roots: MappingABC[str, int] | None = None,
+            capacity_limits: MappingABC[tuple[int, str], float] | None = None) -> Mapping | None:
+    """The candidate the cost model finds valid with the least ``objective`` (the first of equals); ``None`` when
+    none is valid. ``roots`` and ``capacity_limits`` are passed to the cost model."""
     best: tuple[float, Mapping] | None = None
-    for m in all_mappings(nest, arch):
+    for m in candidates:
         r = evaluate_mapping(nest, arch, m, roots=roots, capacity_limits=capacity_limits)
         if r.valid:
             v = r.objective(objective)
@@ -195,5 +203,5 @@ def exhaustive_in_space(nest: LoopNest, space: LayerSpace, objective: str, *, li
     return None if best is None else (best[1], best[2])
 
 
-__all__ = ["SpaceTooLarge", "all_mappings", "constrained_mappings", "constrained_space_size", "exhaustive",
+__all__ = ["SpaceTooLarge", "all_mappings", "best_of", "constrained_mappings", "constrained_space_size", "exhaustive",
            "exhaustive_in_space", "factor_splits", "space_size"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
-from dlaopt.formulations.mapping.cost import evaluate_mapping
+from dlaopt.formulations.mapping.exhaustive import best_of
 from dlaopt.formulations.mapping.heuristics import (
     Limits,
     Roots,
@@ -130,14 +130,8 @@ def adapt(mapping: Mapping, source: LoopNest, target: LoopNest, arch: MappingArc
     operands, or a constrained space the projection cannot reach). A mapping of an identical layer is returned as
     is when it is valid (and in the space)."""
     del source  # the factors carry what the adaptation needs; kept in the signature for the reader
-    best: tuple[float, Mapping] | None = None
-    for m in adapt_candidates(mapping, target, arch, space=space, roots=roots, capacity_limits=capacity_limits):
-        rep = evaluate_mapping(target, arch, m, roots=roots, capacity_limits=capacity_limits)
-        if rep.valid:
-            v = rep.objective(objective)
-            if best is None or v < best[0]:
-                best = (v, m)
-    return None if best is None else best[1]
+    return best_of(adapt_candidates(mapping, target, arch, space=space, roots=roots, capacity_limits=capacity_limits),
+                   target, arch, objective, roots=roots, capacity_limits=capacity_limits)
 
 
 def _choice_for(space: LayerSpace, shape: tuple[int, int] | None) -> list[tuple[LayerSpace, ArchChoice]]:
