@@ -167,3 +167,92 @@ def test_race_returns_each_backends_answer():
     done = [r for r in results if r.status == Status.OPTIMAL]
     assert done
     assert all(r.objective == pytest.approx(done[0].objective) for r in done)
+
+
+# ------------------------------------------------------------------------------------------------ model reductions
+def _optimum(model, *, lp: bool = False) -> float | None:
+    import dataclasses
+
+    from dlaopt.solvers.backends import solve_linear
+
+    if lp:
+        model = dataclasses.replace(model, integrality=np.zeros(model.n_cols, dtype=bool))
+    r = solve_linear(model, "highs", DETERMINISTIC)
+    return None if r.objective is None else r.objective + 0.0
+
+
+@pytest.mark.parametrize(("seed", "caps"), [(s, [24, 24]) for s in range(5)] + [(s, [16, 16, 16]) for s in range(3)])
+def test_occupancy_chains_keep_the_optimum_and_the_relaxation(seed, caps):
+    """Capacity and Fekete-Schepers rows over chained occupancy columns: the same MILP optimum (brute force) and
+    the same LP bound as the rows written per step, for the per-scratchpad model and the merged one."""
+    from dlaopt.formulations.pinning.milp_gaps import identical_bins, merged_graph
+
+    n_ops = 4 if len(caps) == 2 else 3
+    p = prepare(_instance(seed, caps, n_ops, {}))
+    g, dma = p.data.graph, p.data.dma
+    expected = brute_force(g, "transfers", dma) if n_cells(g) <= (14 if len(caps) == 2 else 10) else None
+    for graph, bins in ((g, None), (merged_graph(g), identical_bins(g))):
+        direct = build_gap_milp(graph, "transfers", dma, bins=bins)
+        chained = build_gap_milp(graph, "transfers", dma, bins=bins, aggregate=True)
+        for lp in (False, True):
+            a, b = _optimum(direct.model, lp=lp), _optimum(chained.model, lp=lp)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert b == pytest.approx(a + direct.objective_offset - chained.objective_offset, abs=1e-6)
+        if graph is g and expected is not None:
+            assert _optimum(chained.model) + chained.objective_offset == pytest.approx(expected)
+
+
+def test_occupancy_chains_write_a_long_gap_twice():
+    """Twenty buffers kept across a long idle stretch: a term per buffer and idle step written directly; chained,
+    each enters twice (it starts and ends), plus a chain of two terms per step."""
+    from dlaopt.formulations.pinning.milp_gaps import Occupancy
+    from dlaopt.solvers.linear import LinearModelBuilder
+
+    n = 20
+    none = np.zeros(0, np.int64)
+    occ = Occupancy(50, none, none, none, np.zeros(n, np.int64), np.full(n, 1), np.r_[np.full(n - 1, 45), 30],
+                    np.arange(n))
+    nnz = {}
+    for agg in (False, True):
+        mb = LinearModelBuilder("t")
+        mb.add_vars("g", n, upper=1.0)
+        rows = occ.add_rows(mb, "cap", 1, np.zeros(0), np.ones(n), np.array([5.0]), aggregate=agg)
+        assert rows == 44  # steps 1..44 can hold more than 5
+        nnz[agg] = mb.build().n_nonzeros
+    assert nnz[False] == (n - 1) * 44 + 29
+    assert nnz[True] == 44 + (44 + 43) + n + 1  # the rows' occupancy columns, the chain, the starts, one end
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lazy_rows_assembled_equal_the_merged_model(seed):
+    """Core rows plus every pool row is the merged model again (same LP and MILP optimum); core alone is a
+    relaxation (never above)."""
+    from dlaopt.formulations.pinning.exact import MergedRows, model_rows, with_rows
+    from dlaopt.formulations.pinning.milp_gaps import build_gap_model, identical_bins, merged_graph
+
+    p = prepare(_instance(seed, [40, 40, 40], 9, {}))
+    g = p.data.graph
+    gm = build_gap_model(merged_graph(g), "transfers", p.data.dma, bins=identical_bins(g))
+    mr = MergedRows.build(gm, len(g.steps))
+    full = with_rows(mr.core, model_rows(mr.pool, np.arange(mr.pool.n_rows)))
+    assert full.n_rows == gm.formulation.model.n_rows
+    for lp in (False, True):
+        ref = _optimum(gm.formulation.model, lp=lp)
+        assert _optimum(full, lp=lp) == pytest.approx(ref)
+        assert _optimum(mr.core, lp=lp) <= ref + 1e-6
+
+
+def test_driver_honours_a_short_time_limit():
+    """Under a limit shorter than the merged rounds need, the driver still returns in time with a verified
+    solution (greedy at least) and a bound no higher than it."""
+    import time
+
+    inst = Instance(problem="pinning", name="r", workload=random_workload(3, n_ops=40),
+                    hardware=small_accelerator([40, 40, 40]), objective="transfers", options={})
+    p = prepare(inst)
+    t = time.monotonic()
+    res = solve(p, "exact", options=SolveOptions(seed=0, threads=1, time_limit=0.3))
+    assert time.monotonic() - t < 0.3 + 2.0
+    assert res.verified
+    assert res.bound is None or res.bound <= res.objective + 1e-9

@@ -17,6 +17,9 @@ EXACT_LEVERS: dict[str, str] = {
     "assignment": "identical scratchpads: solve the merged-scratchpad residency and assign its pieces to the "
     "scratchpads (first fit, else CP-SAT) instead of the symmetric per-scratchpad model; optimal when it assigns",
     "split_assignment": "assign the pieces of the schedule that no residency crosses one part at a time",
+    "lazy_rows": "identical scratchpads: the merged model's packing rows (Fekete-Schepers and pattern cuts) enter "
+    "only at the steps where a solution violates them, over LP rounds of one warm LP; off: on every step where they "
+    "can bind, the model rebuilt each round",
     "race": "when the per-scratchpad model is still needed and two cores are there, HiGHS and CP-SAT solve it side "
     "by side (one process each) and the better answer and bound are kept",
 }

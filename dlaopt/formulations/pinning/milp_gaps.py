@@ -49,7 +49,7 @@ import numpy as np
 
 from dlaopt.formulations.base import MilpFormulation
 from dlaopt.formulations.pinning.data import PinningGraph, Scratchpad
-from dlaopt.formulations.pinning.milp import add_capacity_rows, transfer_costs
+from dlaopt.formulations.pinning.milp import transfer_costs
 from dlaopt.formulations.pinning.packing import PackingCut
 from dlaopt.formulations.pinning.rules import PinningRules, RuleView
 from dlaopt.formulations.pinning.solution import PinningSolution
@@ -81,6 +81,84 @@ def identical_bins(graph: PinningGraph) -> tuple[int, int] | None:
 
 
 @dataclass
+class Occupancy:
+    r"""The terms of rows "what is resident at step m weighs at most U" per group (a scratchpad, or one group for
+    every scratchpad): *point* terms (a column at one step: a use) and *span* terms (a column at every step of
+    ``[start, end)``: a kept gap's interior).
+
+    Written directly, a span adds one term per step it covers, so a gap kept across a long idle stretch costs a term
+    per idle step. Aggregated (:meth:`add_rows` with ``aggregate``), each group gets an occupancy column
+    :math:`L_m` per step of its range, chained along the schedule
+    :math:`L_m = L_{m-1} + \sum_{\text{start}=m} v\,c - \sum_{\text{end}=m} v\,c` (:math:`L_m \ge 0`), and the
+    row at step :math:`m` is its point terms plus :math:`L_m`: a span enters twice, at its ends. :math:`L_m` equals the
+    spans' sum at every solution, so the two forms have the same feasible set and the same LP relaxation."""
+
+    n_steps: int
+    pt_group: np.ndarray
+    pt_m: np.ndarray
+    pt_col: np.ndarray
+    sp_group: np.ndarray
+    sp_start: np.ndarray
+    sp_end: np.ndarray
+    sp_col: np.ndarray
+
+    def totals(self, n_groups: int, pt_val: np.ndarray, sp_val: np.ndarray) -> np.ndarray:
+        """(group, step) → the sum of the coefficients of the terms there (the most the row's left side can be)."""
+        n = self.n_steps
+        diff = np.bincount(self.sp_group * (n + 1) + self.sp_start, weights=sp_val, minlength=n_groups * (n + 1))
+        diff -= np.bincount(self.sp_group * (n + 1) + self.sp_end, weights=sp_val, minlength=n_groups * (n + 1))
+        spans = np.cumsum(diff.reshape(n_groups, n + 1), axis=1)[:, :n]
+        points = np.bincount(self.pt_group * n + self.pt_m, weights=pt_val, minlength=n_groups * n)
+        return spans + points.reshape(n_groups, n)
+
+    def add_rows(self, mb: LinearModelBuilder, name: str, n_groups: int, pt_val: np.ndarray, sp_val: np.ndarray,
+                 upper: np.ndarray, *, aggregate: bool, reach: int = 1) -> int:
+        """Rows ``terms(group, m) @ val <= upper[group]`` where the terms' total over ``reach`` exceeds the upper
+        side (elsewhere they cannot bind); returns the number of rows."""
+        n = self.n_steps
+        need = self.totals(n_groups, pt_val, sp_val) / reach > upper[:, None] + 1e-9
+        keys = np.flatnonzero(need.ravel())
+        if keys.size == 0:
+            return 0
+        row_of_key = np.full(n_groups * n, -1, dtype=np.int64)
+        row_of_key[keys] = np.arange(keys.size)
+        pt = pt_val > 0
+        pt_row = row_of_key[self.pt_group[pt] * n + self.pt_m[pt]]
+        rows, cols, vals = [pt_row], [self.pt_col[pt]], [pt_val[pt]]
+        sp = np.flatnonzero(sp_val > 0)
+        if aggregate:
+            for grp in np.unique(self.sp_group[sp]).tolist():
+                mine = sp[self.sp_group[sp] == grp]
+                lo, hi = int(self.sp_start[mine].min()), int(self.sp_end[mine].max())
+                occ = mb.add_vars(f"{name}_occupancy{grp}", hi - lo, lower=0.0)
+                # chain row m - lo: L_m - L_{m-1} - (spans starting at m) + (spans ending at m) = 0
+                st, en = self.sp_start[mine] - lo, self.sp_end[mine] - lo
+                ends = en < hi - lo
+                steps = np.arange(hi - lo)
+                mb.add_rows(f"{name}_chain{grp}", hi - lo,
+                            np.concatenate([steps, steps[1:], st, en[ends]]),
+                            np.concatenate([occ, occ[:-1], self.sp_col[mine], self.sp_col[mine][ends]]),
+                            np.concatenate([np.ones(hi - lo), -np.ones(hi - lo - 1), -sp_val[mine],
+                                            sp_val[mine][ends]]), lower=0.0, upper=0.0)
+                at = np.arange(lo, hi)
+                r = row_of_key[grp * n + at]
+                rows.append(r[r >= 0])
+                cols.append(occ[r >= 0])
+                vals.append(np.ones(int((r >= 0).sum())))
+        else:
+            lens = self.sp_end[sp] - self.sp_start[sp]
+            rep = np.repeat(sp, lens)
+            offs = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
+            rows.append(row_of_key[self.sp_group[rep] * n + self.sp_start[rep] + offs])
+            cols.append(self.sp_col[rep])
+            vals.append(sp_val[rep])
+        r_all, c_all, v_all = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        keep = r_all >= 0
+        mb.add_rows(name, int(keys.size), r_all[keep], c_all[keep], v_all[keep], upper=upper[keys // n])
+        return int(keys.size)
+
+
+@dataclass
 class GapModel:
     """The per-gap MILP and the index arrays behind it (for drivers that add cuts or read residency off it).
 
@@ -107,18 +185,23 @@ class GapModel:
 
 def build_gap_milp(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
                    bins: tuple[int, int] | None = None,
-                   rules: PinningRules | None = None) -> MilpFormulation[PinningSolution]:
+                   rules: PinningRules | None = None, aggregate: bool = False) -> MilpFormulation[PinningSolution]:
     """``bins=(K, Q)``: add the packing cuts for K bins of capacity Q (default: the graph's scratchpads when they
     all have one capacity; for the merged relaxation pass the original scratchpads' (K, Q)). ``rules``: the user
     constraints (for the merged relaxation, :meth:`PinningRules.merged`); a DMA cap is refused (ValueError)."""
-    return build_gap_model(graph, objective, dma, pin_weights=pin_weights, bins=bins, rules=rules).formulation
+    return build_gap_model(graph, objective, dma, pin_weights=pin_weights, bins=bins, rules=rules,
+                           aggregate=aggregate).formulation
 
 
 def build_gap_model(graph: PinningGraph, objective: str, dma: DMA, *, pin_weights: bool = True,
                     bins: tuple[int, int] | None = None, rules: PinningRules | None = None,
-                    cuts: Sequence[PackingCut] = (), cut_steps: np.ndarray | None = None) -> GapModel:
+                    cuts: Sequence[PackingCut] = (), cut_steps: np.ndarray | None = None,
+                    cut_at: Sequence[np.ndarray] | None = None, aggregate: bool = False) -> GapModel:
     """:func:`build_gap_milp` with its index arrays; ``cuts``: pattern packing cuts (:mod:`.packing`, valid for
-    ``bins``) added on every step where they can bind (``cut_steps``: only on these steps)."""
+    ``bins``) added on every step where they can bind (``cut_steps``: only on these steps; ``cut_at``: per cut,
+    only on its own steps). ``aggregate``: capacity and Fekete-Schepers rows over occupancy variables chained along
+    the schedule (:class:`Occupancy`; the same LP, a kept gap enters at its two ends instead of once per idle
+    step)."""
     view = RuleView(graph, rules or PinningRules(), pin_weights)
     if view.rules.dma_cap is not None:
         raise ValueError("the per-gap model does not time transfers: a dma_cap needs the per-step model")
@@ -256,56 +339,55 @@ def build_gap_model(graph: PinningGraph, objective: str, dma: DMA, *, pin_weight
         enc_store = (z, seg_of_gap)
 
     # ---- capacity (k, m) -----------------------------------------------------------------------------------
-    rows_k = [xk_a]
-    rows_m = [xm_a]
-    cols = [x]
-    vals = [sizes[xb_a]]
-    # a kept gap occupies its interior steps u_j+1 .. u_{j+1}-1
-    if n_g:
-        g_start = np.array([uses[b][j] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64) + 1
-        g_end = np.array([uses[b][j + 1] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64)
-        lens = g_end - g_start
-        rep = np.repeat(np.arange(n_g), lens)
-        offs = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
-        rows_k.append(gk_a[rep])
-        rows_m.append(g_start[rep] + offs)
-        cols.append(g[rep])
-        vals.append(sizes[gb_a[rep]])
-    occ_m, occ_col, occ_size = np.concatenate(rows_m), np.concatenate(cols), np.concatenate(vals)
-    add_capacity_rows(mb, graph, np.concatenate(rows_k), occ_m, occ_col, occ_size)
+    # occupancy terms: a use occupies its step (point terms), a kept gap its interior steps u_j+1 .. u_{j+1}-1
+    g_start = np.array([uses[b][j] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64) + 1
+    g_end = np.array([uses[b][j + 1] for b, j in zip(gb_a, gj_a, strict=True)], dtype=np.int64)
+    span = g_end > g_start
+    sp_k, sp_start, sp_end, sp_col = gk_a[span], g_start[span], g_end[span], g[span]
+    sp_size = sizes[gb_a[span]]
+    pt_size = sizes[xb_a]
+    lens = sp_end - sp_start
+    rep = np.repeat(np.arange(lens.size), lens)
+    offs = np.arange(rep.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    occ_k = np.concatenate([xk_a, sp_k[rep]])
+    occ_m = np.concatenate([xm_a, sp_start[rep] + offs])
+    occ_col = np.concatenate([x, sp_col[rep]])
+    occ_size = np.concatenate([pt_size, sp_size[rep]])
+    n_steps = len(graph.steps)
+    occ = Occupancy(n_steps, xk_a, xm_a, x, sp_k, sp_start, sp_end, sp_col)
+    cap = np.array([s.capacity for s in graph.scratchpads], dtype=float)
+    occ.add_rows(mb, "capacity", n_spm, pt_size, sp_size, cap, aggregate=aggregate)
     if bins is not None and bins[0] > 1:
         n_bins, q = bins
+        one = Occupancy(n_steps, np.zeros_like(xk_a), xm_a, x, np.zeros_like(sp_k), sp_start, sp_end, sp_col)
         for order in DFF_ORDERS:
-            w = dff(np.minimum(occ_size / q, 1.0), order)
-            # a buffer has one term per scratchpad it may use: estimate the most a step can hold by total / n_spm
-            total = np.bincount(occ_m, weights=w, minlength=len(graph.steps)) / n_spm
-            need = np.flatnonzero(total > n_bins + 1e-9)
-            if need.size == 0:
-                continue
-            row_of = np.full(len(graph.steps), -1, dtype=np.int64)
-            row_of[need] = np.arange(need.size)
-            sel = (row_of[occ_m] >= 0) & (w > 0)
             # u^(k) takes values j/(k+1) or j/k: scaled by k(k+1) the cut has integer coefficients (CP-SAT needs them)
             scale = order * (order + 1)
-            mb.add_rows(f"packing_dff{order}", int(need.size), row_of[occ_m[sel]], occ_col[sel],
-                        np.round(w[sel] * scale), upper=float(n_bins * scale))
+            w_pt = np.round(dff(np.minimum(pt_size / q, 1.0), order) * scale)
+            w_sp = np.round(dff(np.minimum(sp_size / q, 1.0), order) * scale)
+            # a buffer has one term per scratchpad it may use: estimate the most a step can hold by total / n_spm
+            one.add_rows(mb, f"packing_dff{order}", 1, w_pt, w_sp, np.array([float(n_bins * scale)]),
+                         aggregate=aggregate, reach=n_spm)
 
     if bins is not None and cuts:
-        n_bins, q = bins
         allowed_steps = None
         if cut_steps is not None:
-            allowed_steps = np.zeros(len(graph.steps), dtype=bool)
+            allowed_steps = np.zeros(n_steps, dtype=bool)
             allowed_steps[cut_steps] = True
         for i, cut in enumerate(cuts):
             w = cut.weight_of(occ_size)
-            total = np.bincount(occ_m, weights=w, minlength=len(graph.steps)) / n_spm
+            total = np.bincount(occ_m, weights=w, minlength=n_steps) / n_spm
             can_bind = total > cut.rhs + 1e-9
             if allowed_steps is not None:
                 can_bind &= allowed_steps
+            if cut_at is not None:
+                at = np.zeros(n_steps, dtype=bool)
+                at[np.asarray(cut_at[i], dtype=np.int64)] = True
+                can_bind &= at
             need = np.flatnonzero(can_bind)
             if need.size == 0:
                 continue
-            row_of = np.full(len(graph.steps), -1, dtype=np.int64)
+            row_of = np.full(n_steps, -1, dtype=np.int64)
             row_of[need] = np.arange(need.size)
             sel = (row_of[occ_m] >= 0) & (w > 0)
             mb.add_rows(f"packing_pattern{i}", int(need.size), row_of[occ_m[sel]], occ_col[sel], w[sel],
@@ -346,5 +428,4 @@ def build_gap_model(graph: PinningGraph, objective: str, dma: DMA, *, pin_weight
         return v
 
     form = MilpFormulation(model=model, decode=decode, encode=encode)
-    return GapModel(form, uses, x, xb_a, xk_a, xj_a, xm_a, g, gb_a, gk_a, gj_a, np.concatenate(rows_k), occ_m,
-                    occ_col, occ_size)
+    return GapModel(form, uses, x, xb_a, xk_a, xj_a, xm_a, g, gb_a, gk_a, gj_a, occ_k, occ_m, occ_col, occ_size)

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from dlaopt.io.instance import Instance
 
 
+# (buffer, step) residency cells above which an instance is refused: solutions, heuristics and the evaluator store
+# one entry per cell (GPT-2 at sequence 1024 has ~4e7; a Llama-2-7B block at 4096 has 6.4e9, ~26 GB per solution)
+MAX_WINDOW_CELLS = 400_000_000
+
+
 @dataclass
 class PinningData:
     graph: PinningGraph
@@ -160,6 +165,14 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
                     raise InputError(msg, file=instance.source, path=("options", "oversize"),
                                      expected="'tile' (rebuild the graph into tiles) or 'cap' for this instance")
                 infeasible = msg
+        cells = sum(hi - lo + 1 for lo, hi in graph.window)
+        if cells > MAX_WINDOW_CELLS:
+            raise InputError(
+                f"the pinning model is too large for this machine's memory: {len(graph.buffers):,} buffers over "
+                f"{len(graph.steps):,} steps make {cells:,} (buffer, step) cells of residency, each stored per "
+                f"solution and model", file=instance.source, path=("workload",),
+                expected=f"at most {MAX_WINDOW_CELLS:,} cells: a shorter sequence, fewer layers, or larger "
+                "scratchpads (fewer tiles)")
         tiling_violations = verify_tiling(instance.graph, graph) if graph.tiled_ops else []
         try:
             rules = parse_rules(instance.constraints, instance.graph, graph, [m.name for m in acc.memories])
