@@ -45,8 +45,8 @@ def reuse_report(instances: Sequence[str | Path | dict[str, Any]], *, time_limit
     directory per network, removed afterwards, so ``replay`` starts from an empty cache). Row keys: ``network``,
     ``objective``, ``layers``, ``unique_layers``, per mode ``<mode>_time_s``, ``<mode>_objective``,
     ``<mode>_bound``, ``<mode>_status``, ``<mode>_gap``, ``<mode>_reuse`` (the run's reuse metrics); ``speedup_replay``
-    and ``speedup_cache`` (time off / time with), and ``same_result``: every mode proved optimality with objectives
-    within 1e-6 relative, or none did."""
+    and ``speedup_cache`` (time off / time with), and ``same_result``: the three answers agree — none lies below
+    another's proven bound (beyond 1e-6 relative), and proven optima are equal."""
     rows: list[dict[str, Any]] = []
     for item in instances:
         if isinstance(item, dict):
@@ -67,12 +67,19 @@ def reuse_report(instances: Sequence[str | Path | dict[str, Any]], *, time_limit
                     row[f"{mode}_{k}"] = v
         for mode in ("replay", "cache"):
             row[f"speedup_{mode}"] = row["off_time_s"] / row[f"{mode}_time_s"] if row[f"{mode}_time_s"] else None
-        objs = [row[f"{m}_objective"] for m in MODES]
-        proven = [row[f"{m}_status"] == "optimal" for m in MODES]
-        row["same_result"] = (all(proven) and None not in objs and max(objs) - min(objs) <= 1e-6 * max(objs)) or (
-            not any(proven))
+        row["same_result"] = consistent([(row[f"{m}_objective"], row[f"{m}_bound"]) for m in MODES])
         rows.append(row)
     return rows
+
+
+def consistent(answers: Sequence[tuple[float | None, float | None]], tol: float = 1e-6) -> bool:
+    """Do these (objective, proven bound) answers to one minimisation agree? Every objective is at least every
+    bound (within ``tol`` relative); a missing objective disagrees."""
+    objs = [o for o, _ in answers]
+    if any(o is None for o in objs):
+        return False
+    bounds = [b for _, b in answers if b is not None]
+    return all(o >= b - tol * max(abs(o), 1.0) for o in objs for b in bounds)  # type: ignore[operator]
 
 
 def reuse_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -92,4 +99,4 @@ def reuse_table(rows: Sequence[dict[str, Any]]) -> str:
     return md_table(header, body, ["l", "l", "r", "r", "r", "r", "r", "r", "r", "l"])
 
 
-__all__ = ["MODES", "reuse_report", "reuse_table"]
+__all__ = ["MODES", "consistent", "reuse_report", "reuse_table"]

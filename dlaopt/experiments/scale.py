@@ -692,7 +692,7 @@ def _case_reuse(ctx: _Context) -> None:
     out = guarded(reuse_job, {"instances": list(sc.reuse), "time_limit": sc.reuse_s, "threads": ctx.threads},
                   _guard(budget, ctx.guard_s))
     if "rows" not in out:
-        ctx.rows.append(_case_row("reuse", "—", "same result, less time with reuse", None, None, False,
+        ctx.rows.append(_case_row("reuse", "—", "answers agree, less time with reuse", None, None, False,
                                   note=str(out.get("message", "no answer"))))
         return
     rows = out["rows"]
@@ -703,11 +703,11 @@ def _case_reuse(ctx: _Context) -> None:
         same = bool(r.get("same_result"))
         faster = off is not None and min(x for x in (replay, cache, off) if x is not None) < off
         ctx.rows.append(_case_row(
-            "reuse", str(r.get("network")), "same result, less time with reuse (seed 001 Chapter 5)", None, None,
+            "reuse", str(r.get("network")), "answers agree, less time with reuse (seed 001 Chapter 5)", None, None,
             same and faster,
             today_text=f"without reuse {sci_text(off)} s ({r.get('off_status')})",
             new_text=(f"replay {sci_text(replay)} s, cache {sci_text(cache)} s "
-                      f"({'same result' if same else 'DIFFERENT result'})")))
+                      f"({'answers agree' if same else 'answers DISAGREE'})")))
         for mode in ("off", "replay", "cache"):
             secs = dict.fromkeys(PHASES, 0.0)
             secs["solver"] = float(r.get(f"{mode}_time_s") or 0.0)
