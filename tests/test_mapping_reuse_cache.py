@@ -14,6 +14,7 @@ import pytest
 from mapping_cases import ARCHS, layer_from, random_mapping
 
 from dlaopt.formulations.mapping import layer_cache as lc
+from dlaopt.formulations.mapping.arch import MappingArch
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.heuristics import fit_capacity
 from dlaopt.formulations.mapping.loopnest import LoopNest
@@ -45,12 +46,24 @@ def put(cache: lc.LayerCache, nest: LoopNest, space: LayerSpace, objective: str,
     return v
 
 
-def test_a_hit_needs_the_same_layer_hardware_objective_and_constraints(tmp_path: Path) -> None:
-    cache = lc.LayerCache(tmp_path)
+def case(tmp_path: Path) -> tuple[lc.LayerCache, MappingArch, LoopNest, LayerSpace, Mapping]:
+    """A cache in ``tmp_path``, the GLB-PE architecture, a small conv, its unconstrained space and a valid mapping."""
     arch = ARCHS["glb-pe"]()
     nest = conv(4, 8, 4)
-    space = space_of(arch)
-    m = valid_mapping(nest, arch)
+    return lc.LayerCache(tmp_path), arch, nest, space_of(arch), valid_mapping(nest, arch)
+
+
+
+def stored(tmp_path: Path) -> tuple[lc.LayerCache, MappingArch, LoopNest, LayerSpace, Mapping, Path, dict]:
+    """:func:`case` with its mapping stored for energy: also the entry's file and its document."""
+    cache, arch, nest, space, m = case(tmp_path)
+    put(cache, nest, space, "energy", m)
+    path = cache.path(lc.key_for(nest, space, "energy"))
+    return cache, arch, nest, space, m, path, json.loads(path.read_text())
+
+
+def test_a_hit_needs_the_same_layer_hardware_objective_and_constraints(tmp_path: Path) -> None:
+    cache, arch, nest, space, m = case(tmp_path)
     v = put(cache, nest, space, "energy", m)
     hit = lc.lookup(cache, nest, space, "energy")
     assert hit is not None and hit.proven and hit.mapping == m and hit.value == pytest.approx(v, rel=1e-12)
@@ -93,15 +106,7 @@ def test_constraint_labels_do_not_split_the_cache(tmp_path: Path) -> None:
 
 
 def test_every_hit_is_re_evaluated(tmp_path: Path) -> None:
-    cache = lc.LayerCache(tmp_path)
-    arch = ARCHS["glb-pe"]()
-    nest = conv(4, 8, 4)
-    space = space_of(arch)
-    m = valid_mapping(nest, arch)
-    put(cache, nest, space, "energy", m)
-    key = lc.key_for(nest, space, "energy")
-    path = cache.path(key)
-    doc = json.loads(path.read_text())
+    cache, arch, nest, space, m, path, doc = stored(tmp_path)
     # a stored objective the cost model does not reproduce: usable as a warm start, never as a proven optimum
     path.write_text(json.dumps({**doc, "objective": doc["objective"] * 0.5, "bound": doc["objective"] * 0.4}))
     hit = lc.lookup(cache, nest, space, "energy")
@@ -148,14 +153,7 @@ def _hostile_contents(doc: dict) -> list[bytes]:
 
 
 def test_corrupt_and_hostile_files_are_ignored(tmp_path: Path) -> None:
-    cache = lc.LayerCache(tmp_path)
-    arch = ARCHS["glb-pe"]()
-    nest = conv(4, 8, 4)
-    space = space_of(arch)
-    put(cache, nest, space, "energy", valid_mapping(nest, arch))
-    key = lc.key_for(nest, space, "energy")
-    path = cache.path(key)
-    doc = json.loads(path.read_text())
+    cache, arch, nest, space, m, path, doc = stored(tmp_path)
     for content in _hostile_contents(doc):
         path.write_bytes(content)
         assert lc.lookup(cache, nest, space, "energy") is None

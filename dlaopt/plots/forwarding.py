@@ -59,13 +59,20 @@ def _volumes(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> 
             labels.append(f"{lv}\n{case}" if lv == "glb" else lv)
             x += 1.0
         x += 0.6
+    _finish_bars(ax, ticks, labels, "share of the level's accesses (%)", 112, "data access volumes with links (Fig. 5)",
+                 4)
+
+
+
+def _finish_bars(ax: Axes, ticks: list[float], labels: list[str], ylabel: str, ymax: float, title: str,
+                 legend_columns: int) -> None:
+    """Tick labels, axis label, height, title and legend of a stacked-bar panel."""
     ax.set_xticks(ticks)
     ax.set_xticklabels(labels, fontsize=6)
-    ax.set_ylabel("share of the level's accesses (%)")
-    ax.set_ylim(0, 112)
-    ax.set_title("data access volumes with links (Fig. 5)", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, loc="upper center", ncol=4)
-
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, ymax)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="upper center", ncol=legend_columns)
 
 def _energy(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
     if not cases:
@@ -87,12 +94,7 @@ def _energy(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> N
             labels.append(f"{case}\n{tag}" if tag == "no" else tag)
             x += 1.0
         x += 0.6
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(labels, fontsize=6)
-    ax.set_ylabel("energy ÷ no-links total")
-    ax.set_ylim(0, 1.15)
-    ax.set_title("energy by level, NoC and links (Fig. 6)", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, ncol=6, loc="upper center")
+    _finish_bars(ax, ticks, labels, "energy ÷ no-links total", 1.15, "energy by level, NoC and links (Fig. 6)", 6)
 
 
 def _time(ax: Axes, cases: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:

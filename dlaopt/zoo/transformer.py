@@ -80,6 +80,9 @@ is folded into W_q. MACs per block: ``B · (4·S·H² + 2·S²·H + 3·S·H·F)`
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+
 from dlaopt.workload import NetworkBuilder, OpKind, Workload
 from dlaopt.zoo._common import ZOO, new_builder
 
@@ -136,104 +139,53 @@ def _encoder(
     return b.build(outputs=[x])
 
 
-@ZOO.register("bert-base", "BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072) at sequence length 128")
-def bert_base(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 12,
-    seq_len: int = 128,
-    hidden: int = 768,
-    heads: int = 12,
-    ffn: int = 3072,
-) -> Workload:
-    return _encoder("bert-base", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len,
-                    hidden=hidden, heads=heads, ffn=ffn)
+def _encoder_entry(name: str, description: str, doc: str, *, layers: int, seq_len: int, hidden: int, heads: int,
+                   ffn: int, activation: str = "gelu") -> Callable[..., Workload]:
+    """Register zoo entry ``name``: the encoder stack with these defaults (and batch 1, 2-byte words), each a
+    keyword parameter of the entry."""
+    defaults = {"batch": 1, "dtype_bytes": 2, "layers": layers, "seq_len": seq_len, "hidden": hidden,
+                "heads": heads, "ffn": ffn}
+
+    def factory(**params: int) -> Workload:
+        return _encoder(name, **{**defaults, **params}, activation=activation)
+
+    factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v, annotation=int) for k, v in defaults.items()],
+        return_annotation=Workload)
+    factory.__name__ = factory.__qualname__ = name.replace("-", "_")
+    factory.__doc__ = doc
+    return ZOO.register(name, description)(factory)
 
 
-@ZOO.register("trxl", "Transformer-XL (WikiText-103 large: 18 layers, hidden 1024, 16 heads, FFN 4096), content "
-              "attention only, sequence length 512")
-def trxl(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 18,
-    seq_len: int = 512,
-    hidden: int = 1024,
-    heads: int = 16,
-    ffn: int = 4096,
-) -> Workload:
-    """Dai et al. 2019, ``transfo-xl-wt103``: n_layer 18, d_model 1024, n_head 16, d_head 64, d_inner 4096 (the
-    recurrence memory and the relative-position terms are not modelled; module docstring)."""
-    return _encoder("trxl", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
-                    heads=heads, ffn=ffn)
-
-
-@ZOO.register("flaubert", "FlauBERT-large encoder (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence length 512")
-def flaubert(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 24,
-    seq_len: int = 512,
-    hidden: int = 1024,
-    heads: int = 16,
-    ffn: int = 4096,
-) -> Workload:
-    """Le et al. 2020, ``flaubert_large_cased``: n_layers 24, emb_dim 1024, n_heads 16, FFN 4 x emb_dim, GELU."""
-    return _encoder("flaubert", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
-                    heads=heads, ffn=ffn)
-
-
-@ZOO.register("t5", "T5-small encoder (6 layers, hidden 512, 8 heads, FFN 2048, ReLU) at sequence length 512")
-def t5(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 6,
-    seq_len: int = 512,
-    hidden: int = 512,
-    heads: int = 8,
-    ffn: int = 2048,
-) -> Workload:
-    """Raffel et al. 2020, T5-small's encoder: num_layers 6, d_model 512, num_heads 8, d_kv 64, d_ff 2048, ReLU
-    (relative position biases and the decoder are not modelled)."""
-    return _encoder("t5", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
-                    heads=heads, ffn=ffn, activation="relu")
-
-
-@ZOO.register("xlm", "XLM-MLM-En-2048 encoder (12 layers, hidden 2048, 16 heads, FFN 8192) at sequence length 512")
-def xlm(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 12,
-    seq_len: int = 512,
-    hidden: int = 2048,
-    heads: int = 16,
-    ffn: int = 8192,
-) -> Workload:
-    """Conneau & Lample 2019, ``xlm-mlm-en-2048``: n_layers 12, emb_dim 2048, n_heads 16 (d = 128), FFN 4 x emb_dim,
-    GELU."""
-    return _encoder("xlm", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len, hidden=hidden,
-                    heads=heads, ffn=ffn)
-
-
-@ZOO.register("bert-large", "BERT-large encoder (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence length 512")
-def bert_large(
-    *,
-    batch: int = 1,
-    dtype_bytes: int = 2,
-    layers: int = 24,
-    seq_len: int = 512,
-    hidden: int = 1024,
-    heads: int = 16,
-    ffn: int = 4096,
-) -> Workload:
-    """Devlin et al. 2019, BERT-large: 24 layers, hidden 1024, 16 heads (d = 64), FFN 4096, GELU; at its full
-    512-token context (module docstring)."""
-    return _encoder("bert-large", batch=batch, dtype_bytes=dtype_bytes, layers=layers, seq_len=seq_len,
-                    hidden=hidden, heads=heads, ffn=ffn)
+bert_base = _encoder_entry(
+    "bert-base", "BERT-base encoder (12 layers, hidden 768, 12 heads, FFN 3072) at sequence length 128",
+    "Devlin et al. 2019, BERT-base: 12 layers, hidden 768, 12 heads (d = 64), FFN 3072, GELU.",
+    layers=12, seq_len=128, hidden=768, heads=12, ffn=3072)
+trxl = _encoder_entry(
+    "trxl", "Transformer-XL (WikiText-103 large: 18 layers, hidden 1024, 16 heads, FFN 4096), content attention "
+    "only, sequence length 512",
+    "Dai et al. 2019, ``transfo-xl-wt103``: n_layer 18, d_model 1024, n_head 16, d_head 64, d_inner 4096 (the "
+    "recurrence memory and the relative-position terms are not modelled; module docstring).",
+    layers=18, seq_len=512, hidden=1024, heads=16, ffn=4096)
+flaubert = _encoder_entry(
+    "flaubert", "FlauBERT-large encoder (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence length 512",
+    "Le et al. 2020, ``flaubert_large_cased``: n_layers 24, emb_dim 1024, n_heads 16, FFN 4 x emb_dim, GELU.",
+    layers=24, seq_len=512, hidden=1024, heads=16, ffn=4096)
+t5 = _encoder_entry(
+    "t5", "T5-small encoder (6 layers, hidden 512, 8 heads, FFN 2048, ReLU) at sequence length 512",
+    "Raffel et al. 2020, T5-small's encoder: num_layers 6, d_model 512, num_heads 8, d_kv 64, d_ff 2048, ReLU "
+    "(relative position biases and the decoder are not modelled).",
+    layers=6, seq_len=512, hidden=512, heads=8, ffn=2048, activation="relu")
+xlm = _encoder_entry(
+    "xlm", "XLM-MLM-En-2048 encoder (12 layers, hidden 2048, 16 heads, FFN 8192) at sequence length 512",
+    "Conneau & Lample 2019, ``xlm-mlm-en-2048``: n_layers 12, emb_dim 2048, n_heads 16 (d = 128), FFN 4 x "
+    "emb_dim, GELU.",
+    layers=12, seq_len=512, hidden=2048, heads=16, ffn=8192)
+bert_large = _encoder_entry(
+    "bert-large", "BERT-large encoder (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence length 512",
+    "Devlin et al. 2019, BERT-large: 24 layers, hidden 1024, 16 heads (d = 64), FFN 4096, GELU; at its full "
+    "512-token context (module docstring).",
+    layers=24, seq_len=512, hidden=1024, heads=16, ffn=4096)
 
 
 def _rms_norm(b: NetworkBuilder, x: str, name: str) -> str:
