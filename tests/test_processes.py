@@ -23,7 +23,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dlaopt.solvers.processes import Deadline, Terminated, interrupt_exit_code, worker_pool
+from dlaopt.solvers.processes import (
+    Deadline,
+    Terminated,
+    descendants,
+    interrupt_exit_code,
+    kill_descendants,
+    worker_pool,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESNET18 = ROOT / "instances" / "mapping" / "resnet18-eyeriss.yaml"
@@ -114,6 +121,28 @@ def test_worker_pool_kills_running_tasks_on_an_exception() -> None:
         raise KeyboardInterrupt
     assert not _alive(procs)
     assert all(f.done() for f in futures)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_kill_descendants_kills_children_and_grandchildren() -> None:
+    shell = subprocess.Popen(["sh", "-c", "sh -c 'sleep 60 & wait' & sleep 60 & wait"])
+    try:
+        t_end = time.monotonic() + 10
+        while len(descendants(shell.pid)) < 3 and time.monotonic() < t_end:
+            time.sleep(0.02)
+        found = set(descendants(shell.pid))
+        assert found == {k.pid for k in psutil.Process(shell.pid).children(recursive=True)} and len(found) == 3
+        assert shell.pid in descendants()
+        kill_descendants(shell.pid)
+        assert shell.wait(timeout=10) == 0  # its children are gone: its ``wait`` returns
+        procs = [psutil.Process(pid) for pid in found if psutil.pid_exists(pid)]
+        t_end = time.monotonic() + 10
+        while _alive(procs) and time.monotonic() < t_end:  # a SIGKILL is delivered asynchronously
+            time.sleep(0.02)
+        assert not _alive(procs)
+    finally:
+        with suppress(OSError):
+            shell.kill()
 
 
 def test_deadline_and_exit_codes() -> None:

@@ -68,8 +68,9 @@ class DlaoptGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): workers are killed on the way here
-            from dlaopt.solvers.processes import interrupt_exit_code
+            from dlaopt.solvers.processes import interrupt_exit_code, kill_descendants
 
+            kill_descendants()
             click.echo("interrupted", err=True)
             raise click.exceptions.Exit(interrupt_exit_code(exc)) from None
         except InputError as exc:

@@ -104,6 +104,43 @@ def kill_pool(pool: ProcessPoolExecutor) -> None:
             p.join(timeout=1.0)
 
 
+def descendants(pid: int | None = None) -> list[int]:
+    """The pids of every living descendant of ``pid`` (default: this process), read from ``/proc`` (Linux; an
+    empty list where it is not available)."""
+    root = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        if len(fields) > 1 and fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out: list[int] = []
+    stack = [root]
+    while stack:
+        for kid in children.get(stack.pop(), []):
+            out.append(kid)
+            stack.append(kid)
+    return out
+
+
+def kill_descendants(pid: int | None = None) -> None:
+    """SIGKILL every living descendant of ``pid`` (default: this process; the last resort of an interrupted
+    command: whatever path the interruption took, no worker outlives it)."""
+    for kid in descendants(pid):
+        with contextlib.suppress(OSError):
+            os.kill(kid, signal.SIGKILL)
+
+
 @contextlib.contextmanager
 def worker_pool(max_workers: int, initializer: Callable[..., Any] | None = None,
                 initargs: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor]:
@@ -228,9 +265,11 @@ __all__ = [
     "Deadline",
     "Terminated",
     "dask_setup",
+    "descendants",
     "die_with_parent",
     "install_sigterm_handler",
     "interrupt_exit_code",
+    "kill_descendants",
     "kill_pool",
     "process_pool",
     "worker_pool",

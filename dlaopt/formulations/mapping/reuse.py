@@ -250,10 +250,11 @@ def map_planned(fn: Callable[..., Any], args: list[tuple], order: Sequence[int],
             out[i] = fn(*args[i], extra(i, out))
             states[i] = DONE
         return out, states
-    pool = process_pool(max(1, min(workers, len(order))))
     running: dict[Future, int] = {}
     pending = list(order)
+    pool = None
     try:
+        pool = process_pool(max(1, min(workers, len(order))))
         while pending or running:
             late = deadline is not None and time.monotonic() >= deadline
             while not late and pending and len(running) < workers:
@@ -278,8 +279,10 @@ def map_planned(fn: Callable[..., Any], args: list[tuple], order: Sequence[int],
             if not done:  # deadline + grace passed with answers still out
                 break
     except BaseException:
-        kill_pool(pool)
+        if pool is not None:
+            kill_pool(pool)
         raise
+    assert pool is not None
     if running:
         kill_pool(pool)
     else:
