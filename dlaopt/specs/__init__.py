@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from dlaopt.errors import InputError
-from dlaopt.specs import bankmap, codesign, fusion, mapping, multiaccel, pinning, systolic
+from dlaopt.specs import allocation, bankmap, codesign, fusion, mapping, multiaccel, pinning, systolic
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,8 @@ class ProblemSpec:
     options_schema: Mapping[str, Any]
     default_options: Mapping[str, Any]
     implementation: str  # "module:ClassName"
-    hardware: str = "accelerator"  # "accelerator" or "platform"
-    workloads: tuple[str, ...] = ("graph",)  # accepted workload kinds: "graph", "task" (job group), "jobs" (table)
+    hardware: str = "accelerator"  # "accelerator", "platform" or "memory" (one arena, allocation)
+    workloads: tuple[str, ...] = ("graph",)  # accepted kinds: "graph", "task" (job group), "jobs" (table), "buffers"
     constraint_kinds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # kind -> schema of its keys
     flexibility_schema: Mapping[str, Any] | None = None  # the ``flexibility`` key, for problems that take one
 
@@ -53,6 +53,8 @@ PROBLEM_SPECS: dict[str, ProblemSpec] = {s.name: s for s in (
     _spec("codesign", "Hardware-mapping co-design under an area or power budget (DiGamma, ConfuciuX)", codesign,
           "CodesignProblem"),
     _spec("fusion", "Operator fusion: fused groups, outer tiles and inner mappings (FLAT)", fusion, "FusionProblem"),
+    _spec("allocation", "Static memory allocation: an offset per buffer in one memory (XLA heap simulator, "
+          "TelaMalloc, MiniMalloc)", allocation, "AllocationProblem", hardware="memory", workloads=("buffers",)),
 )}
 
 
