@@ -286,6 +286,48 @@ def test_onnx_files(tmp_path: Path) -> None:
     assert_refused(["solve", instance], "onnx.yaml", "key 'workload.onnx'", "not an ONNX model")
 
 
+# ------------------------------------------------------------------------------------------------ buffer CSV files
+CSV_HEADER = "id,lower,upper,size\n"
+
+
+@pytest.mark.parametrize(("name", "body", "needles"), [
+    ("number.csv", CSV_HEADER + "a,0,1," + "9" * 5000 + "\n", ["line 2, column 'size'", "too large", LIMIT]),
+    ("big.csv", CSV_HEADER + f"a,0,1,{2**70}\n", ["line 2, column 'size'", "too large", LIMIT]),
+    ("sum.csv", CSV_HEADER + "".join(f"b{i},0,1,{2**52}\n" for i in range(3)),
+     ["line 4", "too many for a model", LIMIT]),
+    ("many.csv", CSV_HEADER + "b,0,1,1\n" * 200_000, ["more than 100,000 lines of buffers"]),
+    ("longid.csv", CSV_HEADER + "x" * 100_000 + ",0,1,4\n", ["line 2, column 'id'", "100,000 characters",
+                                                            str(MAX_STRING_CHARS)]),
+    ("field.csv", CSV_HEADER + "x" * 1_000_000 + ",0,1,4\n", ["line 2", "not valid CSV"]),
+    ("columns.csv", "id," * 1_000_000 + "\n", ["line 1", "columns 'id' and 'id' both"]),
+    ("nul.csv", CSV_HEADER + "a,0,1,4\n\x00\n", ["line 3", "NUL"]),
+])
+def test_hostile_buffer_csv(tmp_path: Path, name: str, body: str, needles: list[str]) -> None:
+    file = write(tmp_path / name, body)
+    assert_refused(["solve", file, "--capacity", "64"], name, *needles)
+
+
+def test_hostile_buffer_csv_bytes_and_sizes(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.csv"
+    garbage.write_bytes(bytes(range(256)) * 64)
+    assert_refused(["solve", garbage, "--capacity", "64"], "garbage.csv", "not UTF-8 text")
+    big = write(tmp_path / "huge.csv", CSV_HEADER + "a,0,1,4\n" * (9 * 1024 * 1024 // 8))
+    assert_refused(["show", big, "--capacity", "64"], "huge.csv", "larger than the limit of 8 MiB", MAX_FILE_ENV)
+    plan = write(tmp_path / "plan.csv", CSV_HEADER + "a,0,1,4\n")
+    assert_refused(["solve", plan, "--capacity", str(2**70)], "--capacity", "too large", LIMIT)
+    # a buffer CSV named by an instance file: located at its key, with the CSV's line
+    instance = write(tmp_path / "inst.yaml", yaml.safe_dump({
+        "problem": "allocation", "workload": {"csv": "number.csv"}, "hardware": {"memory": {"capacity_bytes": 64}}}))
+    write(tmp_path / "number.csv", CSV_HEADER + "a,0,1," + "9" * 5000 + "\n")
+    assert_refused(["solve", instance], "inst.yaml", "key 'workload.csv'", "number.csv", "line 2, column 'size'",
+                   "too large", LIMIT)
+    inline = write(tmp_path / "inline.yaml", yaml.safe_dump({
+        "problem": "allocation", "hardware": {"memory": {"capacity_bytes": 64}},
+        "workload": {"buffers": [{"id": i, "lower": 0, "upper": 1, "size": 2**52} for i in range(3)]}}))
+    assert_refused(["solve", inline], "inline.yaml", "key 'workload.buffers[2].size'", "too many for a model",
+                   LIMIT)
+
+
 # ------------------------------------------------------------------------------------------------ in process
 def test_results_jsonl_with_hostile_lines(tmp_path: Path) -> None:
     good = {"instance": "a", "method": "greedy", "objective": 1.0}

@@ -169,10 +169,82 @@ class ProgressPrinter:
 
 
 # ================================================================================================ shared pieces
-def load_instance_file(path: str) -> Instance:
-    from dlaopt.io import load_instance
+def is_buffer_csv(path: str | Path) -> bool:
+    """A ``.csv`` file: a buffer list of static allocation (``dlaopt solve plan.csv --capacity BYTES``)."""
+    return Path(path).suffix.lower() == ".csv"
 
-    return load_instance(path)
+
+def load_instance_file(path: str, *, capacity: int | None = None, alignment: int | None = None,
+                       objective: str | None = None) -> Instance:
+    """The instance file ``path`` — or, for a ``.csv`` file, a static-allocation instance of its buffers in one
+    memory of ``capacity`` bytes — with the command line's ``--capacity``, ``--alignment`` and ``--objective``
+    applied (see :func:`instance_options`). Every bad value is an :class:`InputError` naming the option."""
+    from dlaopt.io import load_instance
+    from dlaopt.io.document import MAX_NUMBER, MAX_NUMBER_TEXT
+
+    for option, value in (("--capacity", capacity), ("--alignment", alignment)):
+        if value is not None and value > MAX_NUMBER:
+            raise InputError(f"{option} {value} is too large", expected=f"at most {MAX_NUMBER_TEXT} bytes")
+    if is_buffer_csv(path):
+        from dlaopt.io.buffers import read_buffers_csv
+        from dlaopt.io.instance import instance_from_buffers
+        from dlaopt.specs import problem_spec
+
+        _check_objective(objective, "allocation", tuple(problem_spec("allocation").objectives))
+        buffers = read_buffers_csv(path, alignment=alignment or 1)
+        inst = instance_from_buffers(buffers, capacity=capacity, alignment=alignment or 1, objective=objective,
+                                     source=path)
+        if inst.objective == "feasibility" and capacity is None:
+            raise InputError("a CSV of buffers says nothing of the memory: give its capacity with --capacity BYTES",
+                             file=path, expected="--capacity BYTES, or --objective peak for the smallest peak")
+        return inst
+    inst = load_instance(path)
+    if capacity is None and alignment is None and objective is None:
+        return inst
+    from dlaopt.hardware.arena import Arena
+    from dlaopt.io.instance import instance_from_dict
+
+    if (capacity is not None or alignment is not None) and not isinstance(inst.hardware, Arena):
+        option = "--capacity" if capacity is not None else "--alignment"
+        raise InputError(f"{option} applies to static-allocation instances, and this is a '{inst.problem}' instance",
+                         file=path, expected="problem: allocation, or a CSV file of buffers")
+    from dlaopt.specs import problem_spec
+
+    _check_objective(objective, inst.problem, tuple(problem_spec(inst.problem).objectives))
+    doc = json.loads(json.dumps(dict(inst.document)))
+    if objective is not None:
+        doc["objective"] = objective
+    memory = doc["hardware"].get("memory")
+    if isinstance(memory, dict):
+        if capacity is not None:
+            memory["capacity_bytes"] = capacity
+        if alignment is not None:
+            memory["alignment"] = alignment
+    return instance_from_dict(doc, source=inst.source)
+
+
+def _check_objective(objective: str | None, problem: str, objectives: tuple[str, ...]) -> None:
+    if objective is not None and objective not in objectives:
+        raise InputError(f"--objective: unknown objective '{objective}' for problem '{problem}'",
+                         expected="one of: " + ", ".join(objectives))
+
+
+def instance_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--capacity``, ``--alignment`` and ``--objective``: what :func:`load_instance_file` applies to INSTANCE."""
+    options = [
+        click.option("--capacity", type=click.IntRange(min=1), default=None, metavar="BYTES",
+                     help="Static allocation: the memory's capacity in bytes. A CSV of buffers (INSTANCE ending in "
+                          ".csv, header id,lower,upper,size) needs it unless --objective peak; it replaces an "
+                          "allocation instance's capacity."),
+        click.option("--alignment", type=click.IntRange(min=1), default=None, metavar="BYTES",
+                     help="Static allocation: the offsets of buffers without an alignment of their own are multiples "
+                          "of this (default: the instance's; 1 for a CSV)."),
+        click.option("--objective", default=None, metavar="O",
+                     help="The objective (default: the instance's; for a CSV of buffers, feasibility)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 def prepare_instance(instance: Instance) -> Prepared:

@@ -14,6 +14,7 @@ from dlaopt.cli.common import (
     fmt,
     fmt_bytes,
     fmt_params,
+    instance_options,
     kv_table,
     load_instance_file,
     parse_assignments,
@@ -27,9 +28,13 @@ if TYPE_CHECKING:
 
 
 def _workload_dict(inst: Instance) -> dict[str, Any]:
+    from dlaopt.workload.buffers import BufferSet
     from dlaopt.workload.jobs import InlineJobs, TaskGroup
 
     w = inst.workload
+    if isinstance(w, BufferSet):
+        return {"name": w.name, "buffers": len(w.buffers), "steps": max(b.upper for b in w.buffers),
+                "bytes": sum(b.size for b in w.buffers), "largest": max(b.size for b in w.buffers)}
     if isinstance(w, TaskGroup):
         return {"task": w.task, "group_size": w.group_size, "seed": w.seed, "batch": w.batch or "network default"}
     if isinstance(w, InlineJobs):
@@ -64,16 +69,19 @@ def _hardware_dict(acc: Accelerator) -> dict[str, Any]:
 
 @click.command()
 @click.argument("instance", metavar="INSTANCE")
+@instance_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object: file, problem, name, objective, options, workload, hardware, prepared, "
               "infeasible, constraints.")
-def show(instance: str, as_json: bool) -> None:
+def show(instance: str, capacity: int | None, alignment: int | None, objective: str | None, as_json: bool) -> None:
     """Show INSTANCE: problem, objective, options, the constraints in force, workload, hardware and the problem's
-    prepared data.
+    prepared data (INSTANCE may be a CSV of buffers with --capacity, as for `dlaopt solve`).
 
     The instance is prepared as for solving, so an instance the problem cannot use is an error (exit 2).
     """
-    inst = load_instance_file(instance)
+    from dlaopt.hardware.arena import Arena
+
+    inst = load_instance_file(instance, capacity=capacity, alignment=alignment, objective=objective)
     p = prepare_instance(inst)
     data = {
         "file": inst.source,
@@ -83,6 +91,8 @@ def show(instance: str, as_json: bool) -> None:
         "options": dict(inst.options),
         "workload": _workload_dict(inst),
         "hardware": (_platform_dict(inst) if isinstance(inst.hardware, Platform)
+                     else {"memory": inst.hardware.name, "capacity_bytes": inst.hardware.capacity_bytes,
+                           "alignment": inst.hardware.alignment} if isinstance(inst.hardware, Arena)
                      else _hardware_dict(inst.accelerator)),
         "prepared": p.problem.describe(p.data),
         "infeasible": p.problem.infeasibility_reason(p.data),
@@ -104,7 +114,10 @@ def show(instance: str, as_json: bool) -> None:
         out.print(kv_table([(c["at"], fmt_params({k: v for k, v in c.items() if k not in ("at", "kind", "name")}))
                             for c in data["constraints"]], title="constraints"))
     out.print(kv_table(list(data["workload"].items()), title="workload"))
-    if isinstance(inst.hardware, Platform):
+    if isinstance(inst.hardware, Arena):
+        out.print(kv_table([("memory", hw["memory"]), ("capacity", fmt_bytes(hw["capacity_bytes"])),
+                            ("alignment", f"{hw['alignment']} B")], title="hardware"))
+    elif isinstance(inst.hardware, Platform):
         out.print(kv_table([("name", hw["name"]),
                              ("system bandwidth", f"{fmt(hw['system_bandwidth_gbps'])} GB/s")], title="platform"))
         for sub in hw["accelerators"]:

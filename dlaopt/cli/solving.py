@@ -20,6 +20,8 @@ from dlaopt.cli.common import (
     echo_json,
     fmt,
     fmt_gap,
+    instance_options,
+    is_buffer_csv,
     kv_table,
     load_instance_file,
     prepare_instance,
@@ -35,17 +37,28 @@ if TYPE_CHECKING:
     from dlaopt.solvers.processes import Deadline
 
 
-def _start(instance: str, solver: str | None, total_time_limit: float | None,
-           silent: bool) -> tuple[Deadline, str | None, Console, bool, Instance, Prepared]:
+def _start(instance: str, solver: str | None, total_time_limit: float | None, silent: bool,
+           loading: Mapping[str, Any]) -> tuple[Deadline, str | None, Console, bool, Instance, Prepared]:
     """What solve and compare do first: the total time limit starts, the solver string and the instance are checked
-    (bad input exits 2 before any work) and the instance is prepared. Returns the deadline, the checked solver, the
-    stderr console, whether to log, the instance and its preparation."""
+    (bad input exits 2 before any work) and the instance is prepared. ``loading``: the options of
+    :func:`~dlaopt.cli.common.instance_options`. Returns the deadline, the checked solver, the stderr console,
+    whether to log, the instance and its preparation."""
     from dlaopt.solvers.processes import Deadline
 
     deadline = Deadline(total_time_limit)
     solver = check_solver(solver)
-    inst = load_instance_file(instance)
+    inst = load_instance_file(instance, **loading)
     return deadline, solver, console(stderr=True), not silent, inst, prepare_instance(inst)
+
+
+def _write_buffers_csv(output: Path, inst: Instance, res: Result) -> Path:
+    """The instance's buffers with the result's offsets (a blank ``offset`` column when it has no solution), in the
+    column names of the CSV the instance came from."""
+    from dlaopt.io.buffers import read_header_spelling, write_buffers_csv
+
+    offsets = (res.solution or {}).get("offsets") or {}
+    spelling = read_header_spelling(inst.source) if inst.source and is_buffer_csv(inst.source) else None
+    return write_buffers_csv(output, inst.buffers, {str(k): int(v) for k, v in offsets.items()}, spelling=spelling)
 
 
 # ------------------------------------------------------------------------------------------------ solve
@@ -53,13 +66,19 @@ def _start(instance: str, solver: str | None, total_time_limit: float | None,
 @click.argument("instance", metavar="INSTANCE")
 @click.option("--method", "-m", default="exact", show_default=True, help="A method of the instance's problem.")
 @solver_options
+@instance_options
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Solver threads (default: the solver's).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="SOLUTION",
-              help="Write the solution document here (JSON for .json, else YAML); read it back with `dlaopt verify`.")
+              help="Write the solution document here (JSON for .json, else YAML); read it back with `dlaopt verify`. "
+                   "Static allocation: a .csv file gets the buffers with an offset column.")
 def solve(instance: str, method: str, solver: str | None, time_limit: float | None, gap: float | None, seed: int,
-          total_time_limit: float | None, threads: int | None, as_json: bool, output: Path | None,
-          quiet: bool) -> None:
+          total_time_limit: float | None, capacity: int | None, alignment: int | None, objective: str | None,
+          threads: int | None, as_json: bool, output: Path | None, quiet: bool) -> None:
     """Solve INSTANCE with one method and verify the answer.
+
+    INSTANCE is an instance file (YAML or JSON) or, for static memory allocation, a CSV of buffers (header
+    id,lower,upper,size or buffer,start,end,size; optional alignment column) with the memory's size given by
+    --capacity BYTES, e.g. `dlaopt solve plan.csv --capacity 1048576 -o plan-solved.csv`.
 
     Without --json: a short report (status, objective, bound, gap, time, solver, verified, metrics, warm start).
     With --json: one JSON object, Result.to_dict() (keys problem, instance, method, objective_name, status,
@@ -70,8 +89,13 @@ def solve(instance: str, method: str, solver: str | None, time_limit: float | No
     """
     from dlaopt import harness
 
-    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json)
+    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json,
+                                                 {"capacity": capacity, "alignment": alignment, "objective": objective})
     check_method(p, method)
+    csv_output = output is not None and is_buffer_csv(output)
+    if csv_output and inst.problem != "allocation":
+        raise InputError(f"a .csv solution holds the offsets of buffers, and this is a '{inst.problem}' instance",
+                         file=str(output), expected="a .yaml or .json solution file")
     printer = ProgressPrinter(err) if log else None
     if solver is not None and p.problem.method(method).kind != "exact" and not quiet:
         err.print(f"note: --solver is ignored by the heuristic method '{method}'")
@@ -85,7 +109,8 @@ def solve(instance: str, method: str, solver: str | None, time_limit: float | No
     if output is not None:
         from dlaopt.io import save_solution_document
 
-        written = save_solution_document(res.solution_document(), output)
+        written = _write_buffers_csv(output, inst, res) if csv_output else \
+            save_solution_document(res.solution_document(), output)
         if not quiet:
             note = "" if res.solution else " (the result has no solution: the document's solution is empty)"
             err.print(f"solution written to {written}{note}")
@@ -166,8 +191,10 @@ def _is_records(value: Any) -> bool:
 @click.option("--methods", callback=split_methods, default=None, metavar="A,B,...",
               help="Comma-separated methods (default: all of the problem's methods, in its order).")
 @solver_options
+@instance_options
 def compare(instance: str, methods: list[str] | None, solver: str | None, time_limit: float | None,
-            gap: float | None, seed: int, total_time_limit: float | None, as_json: bool, quiet: bool) -> None:
+            gap: float | None, seed: int, total_time_limit: float | None, capacity: int | None,
+            alignment: int | None, objective: str | None, as_json: bool, quiet: bool) -> None:
     """Run several methods on INSTANCE and compare them.
 
     The table's last column is `objective / best`: each objective divided by the best verified objective
@@ -180,7 +207,8 @@ def compare(instance: str, methods: list[str] | None, solver: str | None, time_l
     from dlaopt import harness
     from dlaopt.solvers.processes import interrupt_exit_code
 
-    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json)
+    deadline, solver, err, log, inst, p = _start(instance, solver, total_time_limit, quiet or as_json,
+                                                 {"capacity": capacity, "alignment": alignment, "objective": objective})
     names = methods or p.problem.methods_for(p.data)
     for name in names:
         check_method(p, name)
@@ -232,19 +260,23 @@ def _ratio(value: float | None, best: float | None) -> str:
 @click.command()
 @click.argument("instance", metavar="INSTANCE")
 @click.argument("solution", metavar="SOLUTION")
+@instance_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object: verified, objective, violations, metrics, claimed_objective.")
-def verify(instance: str, solution: str, as_json: bool) -> None:
+def verify(instance: str, solution: str, capacity: int | None, alignment: int | None, objective: str | None,
+           as_json: bool) -> None:
     """Check the solution file SOLUTION against INSTANCE with the problem's independent evaluator.
 
+    Static allocation: INSTANCE may be a CSV of buffers (with --capacity) and SOLUTION a CSV with an offset column
+    (what `dlaopt solve plan.csv --capacity N -o plan-solved.csv` writes; it may serve as INSTANCE too).
     Exit code 0 when the solution is verified (feasible), 1 when it is rejected, 2 for unreadable or malformed
     files (including a solution for another problem, or naming buffers or steps the instance does not have).
     """
     from dlaopt import harness
     from dlaopt.io import load_solution_document
 
-    inst = load_instance_file(instance)
-    doc = load_solution_document(solution)
+    inst = load_instance_file(instance, capacity=capacity, alignment=alignment, objective=objective)
+    doc = _offsets_document(inst, solution) if is_buffer_csv(solution) else load_solution_document(solution)
     p = prepare_instance(inst)
     try:
         ev = harness.verify(p, doc)
@@ -276,6 +308,33 @@ def verify(instance: str, solution: str, as_json: bool) -> None:
         raise click.exceptions.Exit(EXIT_REJECTED)
 
 
+
+
+def _offsets_document(inst: Instance, path: str) -> dict[str, Any]:
+    """A solution document of the offsets in the buffer CSV ``path`` (its ``offset`` column), for a
+    static-allocation ``inst``; its buffers must be the instance's (same lifetimes and sizes)."""
+    from dlaopt.io.buffers import read_buffer_table
+
+    if inst.problem != "allocation":
+        raise InputError(f"a .csv solution holds the offsets of buffers, and this is a '{inst.problem}' instance",
+                         file=path, expected="a .yaml or .json solution file")
+    table = read_buffer_table(path)
+    if "offset" not in table.spelling:
+        raise InputError("the file has no offset column", file=path,
+                         expected="a placement: the buffers with an offset column")
+    missing = [b.id for b in table.buffers.buffers if b.id not in table.offsets]
+    if missing:
+        raise InputError(f"{len(missing)} buffer(s) have no offset (the first: '{missing[0]}')", file=path,
+                         expected="an offset for every buffer")
+    ours = {b.id: b for b in inst.buffers.buffers}
+    for b in table.buffers.buffers:
+        mine = ours.get(b.id)
+        if mine is not None and (mine.lower, mine.upper, mine.size) != (b.lower, b.upper, b.size):
+            raise InputError(f"buffer '{b.id}' lives during [{b.lower}, {b.upper}) with {b.size} bytes, the "
+                             f"instance's during [{mine.lower}, {mine.upper}) with {mine.size} bytes", file=path,
+                             expected="the instance's buffers with their offsets")
+    return {"problem": "allocation", "instance": inst.name, "method": "csv", "objective": inst.objective,
+            "objective_value": None, "solution": {"offsets": dict(table.offsets), "memory": inst.arena.name}}
 
 
 COMMANDS = [solve, compare, verify]

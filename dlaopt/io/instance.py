@@ -22,6 +22,7 @@ import yaml
 
 from dlaopt.errors import InputError
 from dlaopt.hardware import DMA, PRESETS, Accelerator, Memory, MemoryKind, PEArray, Platform
+from dlaopt.hardware.arena import Arena
 from dlaopt.hardware.model import LINK_OPERANDS, Link
 from dlaopt.io.document import (  # noqa: F401 - load_mapping, parse_document and read_text re-exported
     MAX_NUMBER,
@@ -35,6 +36,7 @@ from dlaopt.io.schema import instance_validator, validate_against
 from dlaopt.specs import problem_spec
 from dlaopt.specs.constraints import Constraint, parse_constraints
 from dlaopt.workload import Operator, OpKind, Tensor, Workload
+from dlaopt.workload.buffers import AllocBuffer, BufferSet
 from dlaopt.workload.jobs import InlineJob, InlineJobs, TaskGroup
 from dlaopt.workload.operator import OperatorSpecError, normalize_attrs
 
@@ -49,8 +51,8 @@ class Instance:
 
     problem: str
     name: str
-    workload: Workload | TaskGroup | InlineJobs  # the last two only for job-scheduling problems
-    hardware: Accelerator | Platform  # a Platform exactly for the problems whose spec says so
+    workload: Workload | TaskGroup | InlineJobs | BufferSet  # jobs: job scheduling; buffers: allocation
+    hardware: Accelerator | Platform | Arena  # a Platform or an Arena exactly for the problems whose spec says so
     objective: str
     options: Mapping[str, Any]  # defaults filled in from the ProblemSpec
     source: str | None = None  # the file it came from
@@ -80,6 +82,22 @@ class Instance:
         return self.hardware
 
     @property
+    def buffers(self) -> BufferSet:
+        """The buffers of a static-allocation instance (``problem: allocation``)."""
+        if not isinstance(self.workload, BufferSet):
+            raise InputError("this problem needs a buffer list", file=self.source, path=("workload",),
+                             expected=_WORKLOAD_KINDS["buffers"])
+        return self.workload
+
+    @property
+    def arena(self) -> Arena:
+        """The one memory of a static-allocation instance (``problem: allocation``)."""
+        if not isinstance(self.hardware, Arena):
+            raise InputError("this problem needs one memory", file=self.source, path=("hardware",),
+                             expected=_HARDWARE_KINDS["memory"])
+        return self.hardware
+
+    @property
     def platform(self) -> Platform:
         if not isinstance(self.hardware, Platform):
             raise InputError("this problem needs a platform", file=self.source, path=("hardware",),
@@ -106,6 +124,60 @@ def instance_from_dict(doc: Mapping[str, Any], *, source: str | None = None) -> 
         return _build(data, source)
     except InputError as exc:
         raise exc.located(file=source) from None
+
+
+def instance_from_buffers(
+    buffers: BufferSet,
+    *,
+    capacity: int | None = None,
+    alignment: int = 1,
+    memory: str = "memory",
+    objective: str | None = None,
+    name: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> Instance:
+    """A static-allocation instance (``problem: allocation``) of ``buffers`` in one memory of ``capacity`` bytes
+    (``None``: unbounded, for objective ``peak``) whose default alignment is ``alignment``.
+
+    ``buffers`` are taken as they are (their alignments already resolved, e.g. by
+    :func:`dlaopt.io.buffers.read_buffers_csv` with the same ``alignment``); ``source`` is the file they came from
+    (a CSV: the instance's document then refers to it by name, as ``workload: {csv: NAME}`` relative to it).
+    Errors are located at the keys of the equivalent instance file (``hardware.memory.capacity_bytes``, ...).
+    """
+    spec = problem_spec("allocation")
+    objective = objective if objective is not None else spec.objectives[0]
+    if objective not in spec.objectives:
+        raise InputError(f"unknown objective '{objective}' for problem 'allocation'", file=source,
+                         path=("objective",), expected="one of: " + ", ".join(spec.objectives))
+    for key, value in (("capacity_bytes", capacity), ("alignment", alignment)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NUMBER:
+            raise InputError(f"{value!r} is not a positive integer of at most {MAX_NUMBER_TEXT}", file=source,
+                             path=("hardware", "memory", key), expected="a positive integer")
+    if not buffers.buffers:
+        raise InputError("there are no buffers", file=source, path=("workload",), expected="at least one buffer")
+    if options:
+        from jsonschema import Draft202012Validator
+
+        validate_against(Draft202012Validator(dict(spec.options_schema)), _plain(dict(options), strict=False),
+                         file=source, prefix=("options",))
+    arena = Arena(memory, capacity, alignment)
+    merged = {**copy.deepcopy(dict(spec.default_options)), **dict(options or {})}
+    name = name or (Path(source).stem if source else buffers.name)
+    if source is not None and Path(source).suffix.lower() == ".csv":
+        wdoc: dict[str, Any] = {"csv": Path(source).name, "name": buffers.name}
+    else:
+        wdoc = {"name": buffers.name, "buffers": [
+            {"id": b.id, "lower": b.lower, "upper": b.upper, "size": b.size,
+             **({"alignment": b.alignment} if b.alignment != alignment else {})} for b in buffers.buffers]}
+    hdoc = {"memory": {"name": memory, **({} if capacity is None else {"capacity_bytes": capacity}),
+                       "alignment": alignment}}
+    document = {"problem": "allocation", "name": name, "workload": wdoc, "hardware": hdoc, "objective": objective,
+                "options": merged}
+    return Instance(problem="allocation", name=name, workload=buffers, hardware=arena, objective=objective,
+                    options=merged, source=source, document=_plain(document))
 
 
 def make_instance_document(
@@ -152,19 +224,20 @@ def save_document(doc: Mapping[str, Any], path: str | Path) -> Path:
 def _build(doc: dict[str, Any], source: str | None) -> Instance:
     problem = doc["problem"]
     spec = problem_spec(problem)
-    workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None), source)
-    kind = "graph" if isinstance(workload, Workload) else "task" if isinstance(workload, TaskGroup) else "jobs"
+    workload = _build_workload(doc["workload"], doc.get("name") or (Path(source).stem if source else None), source,
+                               _memory_alignment(doc["hardware"]))
+    kind = "graph" if isinstance(workload, Workload) else "task" if isinstance(workload, TaskGroup) else \
+        "buffers" if isinstance(workload, BufferSet) else "jobs"
     if kind not in spec.workloads:
         raise InputError(f"problem '{problem}' does not take a {kind} workload", path=("workload",),
                          expected=" or ".join(_WORKLOAD_KINDS[k] for k in spec.workloads))
     hardware = _build_hardware(doc["hardware"])
+    hardware_kind = "platform" if isinstance(hardware, Platform) else "memory" if isinstance(hardware, Arena) else \
+        "accelerator"
+    if hardware_kind != spec.hardware:
+        raise InputError(f"problem '{problem}' runs on {_HARDWARE_NAMES[spec.hardware]}", path=("hardware",),
+                         expected=_HARDWARE_KINDS[spec.hardware])
     _check_model_sizes(workload, hardware, doc)
-    if isinstance(hardware, Platform) != (spec.hardware == "platform"):
-        wants_platform = spec.hardware == "platform"
-        raise InputError(f"problem '{problem}' runs on {'a platform' if wants_platform else 'one accelerator'}",
-                         path=("hardware",),
-                         expected="{platform, params} or {accelerators, system_bandwidth_gbps}" if wants_platform
-                         else "{preset, params} or an inline accelerator")
     name = doc.get("name") or (Path(source).stem if source else f"{workload.name}-{hardware.name}")
     objective = doc.get("objective", spec.objectives[0])
     options = {**copy.deepcopy(dict(spec.default_options)), **doc.get("options", {})}
@@ -172,11 +245,15 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
     wdoc = dict(doc["workload"])
     if "zoo" in wdoc:
         wdoc.setdefault("params", {})
-    elif "task" not in wdoc and "onnx" not in wdoc:  # an ONNX workload is kept as written (its path relative)
-        wdoc = {"name": workload.name, **wdoc}
+    elif "task" not in wdoc and "onnx" not in wdoc and "csv" not in wdoc:  # ONNX and CSV kept as written (paths
+        wdoc = {"name": workload.name, **wdoc}                                 # relative to the instance file)
     hdoc = dict(doc["hardware"])
     if "preset" in hdoc or "platform" in hdoc:
         hdoc.setdefault("params", {})
+    elif isinstance(hardware, Arena):
+        hdoc = {"memory": {"name": hardware.name, **({} if hardware.capacity_bytes is None else
+                                                      {"capacity_bytes": hardware.capacity_bytes}),
+                           "alignment": hardware.alignment}}
     else:
         hdoc = {"name": hardware.name, **hdoc}
     document = {
@@ -196,13 +273,15 @@ def _build(doc: dict[str, Any], source: str | None) -> Instance:
                     constraints=parse_constraints(doc.get("constraints")), flexibility=doc.get("flexibility"))
 
 
-def _check_model_sizes(workload: Workload | TaskGroup | InlineJobs, hardware: Accelerator | Platform,
-                       doc: Mapping[str, Any]) -> None:
+def _check_model_sizes(workload: Workload | TaskGroup | InlineJobs | BufferSet,
+                       hardware: Accelerator | Platform | Arena, doc: Mapping[str, Any]) -> None:
     """Sizes that pass the per-number limit of input files but whose products do not fit a model (a tensor of
     2**60 bytes, an operator of 2**80 MACs, a scratchpad of 2**63 bytes) are bad input, located at the key that
     produced them."""
     limit = f"at most {MAX_NUMBER_TEXT}"
     wdoc = doc["workload"]
+    if isinstance(workload, BufferSet) or isinstance(hardware, Arena):
+        return  # buffer lists check their sizes as they are read (_build_buffers, dlaopt.io.buffers)
     if isinstance(workload, Workload):
         tensor_index = {t["name"]: i for i, t in enumerate(wdoc.get("tensors", [])) if isinstance(t, Mapping)}
         where: tuple[str | int, ...] = ("workload", "params") if "zoo" in wdoc else ("workload", "onnx") \
@@ -235,11 +314,22 @@ def _check_model_sizes(workload: Workload | TaskGroup | InlineJobs, hardware: Ac
 
 
 _WORKLOAD_KINDS = {"graph": "{zoo, params} or an inline graph", "task": "a job group {task, group_size, seed}",
-                   "jobs": "an inline job table {jobs}"}
+                   "jobs": "an inline job table {jobs}",
+                   "buffers": "a buffer list {buffers: [{id, lower, upper, size}, ...]} or {csv: PATH}"}
+_HARDWARE_KINDS = {"accelerator": "{preset, params} or an inline accelerator",
+                   "platform": "{platform, params} or {accelerators, system_bandwidth_gbps}",
+                   "memory": "{memory: {name, capacity_bytes, alignment}}"}
+_HARDWARE_NAMES = {"accelerator": "one accelerator", "platform": "a platform", "memory": "one memory"}
 
 
-def _build_workload(wdoc: Mapping[str, Any], default_name: str | None,
-                    source: str | None = None) -> Workload | TaskGroup | InlineJobs:
+def _memory_alignment(hdoc: Mapping[str, Any]) -> int:
+    """The default alignment of the buffers of ``hardware: {memory: {alignment}}`` (1 for other hardware)."""
+    memory = hdoc.get("memory") if isinstance(hdoc, Mapping) else None
+    return int(memory.get("alignment", 1)) if isinstance(memory, Mapping) else 1
+
+
+def _build_workload(wdoc: Mapping[str, Any], default_name: str | None, source: str | None = None,
+                    alignment: int = 1) -> Workload | TaskGroup | InlineJobs | BufferSet:
     if "zoo" in wdoc:
         import dlaopt.zoo  # noqa: F401 - registers the networks
         from dlaopt.zoo import ZOO
@@ -248,6 +338,10 @@ def _build_workload(wdoc: Mapping[str, Any], default_name: str | None,
         return ZOO.create(wdoc["zoo"], wdoc.get("params", {}), path=("workload",))
     if "onnx" in wdoc:
         return _build_onnx_workload(wdoc, source)
+    if "buffers" in wdoc:
+        return _build_buffers(wdoc, default_name or "buffers", alignment)
+    if "csv" in wdoc:
+        return _build_csv_workload(wdoc, default_name, source, alignment)
     if "task" in wdoc:
         return TaskGroup(wdoc["task"], int(wdoc.get("group_size", 100)), int(wdoc.get("seed", 0)),
                          None if wdoc.get("batch") is None else int(wdoc["batch"]))
@@ -287,6 +381,55 @@ def _build_onnx_workload(wdoc: Mapping[str, Any], source: str | None) -> Workloa
                          expected=exc.expected) from None
 
 
+def _build_buffers(wdoc: Mapping[str, Any], default_name: str, alignment: int) -> BufferSet:
+    """``{buffers: [{id, lower, upper, size, alignment}, ...], name}``: buffers without an alignment get the
+    memory's."""
+    from dlaopt.io.buffers import MAX_BUFFERS
+
+    items = wdoc["buffers"]
+    if len(items) > MAX_BUFFERS:
+        raise InputError(f"{len(items):,} buffers", path=("workload", "buffers"),
+                         expected=f"at most {MAX_BUFFERS:,} buffers")
+    buffers: list[AllocBuffer] = []
+    first: dict[str, int] = {}
+    total = 0
+    for i, b in enumerate(items):
+        where = ("workload", "buffers", i)
+        ident = str(b["id"])
+        if ident in first:
+            raise InputError(f"buffer id '{ident}' is already used by buffers[{first[ident]}]", path=(*where, "id"),
+                             expected="a different id for every buffer")
+        first[ident] = i
+        if b["upper"] <= b["lower"]:
+            raise InputError(f"buffer '{ident}' lives during [{b['lower']}, {b['upper']}), which is empty (upper is "
+                             "exclusive)", path=(*where, "upper"), expected="upper greater than lower")
+        total += b["size"]
+        if total > MAX_NUMBER:
+            raise InputError(f"the buffers up to '{ident}' have {total:,} bytes in all, too many for a model",
+                             path=(*where, "size"), expected=f"at most {MAX_NUMBER_TEXT} bytes in all")
+        try:
+            buffers.append(AllocBuffer(ident, b["lower"], b["upper"], b["size"], b.get("alignment", alignment)))
+        except ValueError as exc:
+            raise InputError(str(exc), path=where) from None
+    return BufferSet(tuple(buffers), wdoc.get("name", default_name))
+
+
+def _build_csv_workload(wdoc: Mapping[str, Any], default_name: str | None, source: str | None,
+                        alignment: int) -> BufferSet:
+    """``{csv: PATH, name}``: PATH relative to the instance file's folder (:mod:`dlaopt.io.buffers`)."""
+    from dlaopt.io.buffers import read_buffers_csv
+
+    written = str(wdoc["csv"])
+    path = Path(written)
+    if source is not None and not path.is_absolute():
+        path = Path(source).parent / path
+    try:
+        return read_buffers_csv(path, alignment=alignment, name=wdoc.get("name") or path.stem or default_name)
+    except InputError as exc:
+        where = f"buffer file '{written}'" + (f" ({path})" if str(path) != written else "")
+        raise InputError(f"{where}: {exc.message}", path=("workload", "csv"), expected=exc.expected) from None
+
+
 def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Workload:
     dtype_bytes = wdoc.get("dtype_bytes", 1)
     tensors: list[Tensor] = []
@@ -322,7 +465,13 @@ def _build_inline_workload(wdoc: Mapping[str, Any], default_name: str) -> Worklo
         raise InputError(f"invalid workload: {exc}", path=("workload",)) from None
 
 
-def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator | Platform:
+def _build_hardware(hdoc: Mapping[str, Any]) -> Accelerator | Platform | Arena:
+    if "memory" in hdoc:
+        m = hdoc["memory"]
+        try:
+            return Arena(m.get("name", "memory"), m.get("capacity_bytes"), m.get("alignment", 1))
+        except ValueError as exc:
+            raise InputError(str(exc), path=("hardware", "memory")) from None
     if "preset" in hdoc:
         PRESETS.entry(hdoc["preset"], path=("hardware", "preset"))
         return PRESETS.create(hdoc["preset"], hdoc.get("params", {}), path=("hardware",))

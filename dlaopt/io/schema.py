@@ -31,7 +31,7 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SHIPPED_SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "instance.schema.json"
 
 # Keys whose lower bound is a size (the message then says "sizes must be positive").
-_SIZE_KEYS = frozenset({"shape", "dtype_bytes", "capacity_bytes", "capacity_kb", "axes"})
+_SIZE_KEYS = frozenset({"shape", "dtype_bytes", "capacity_bytes", "capacity_kb", "axes", "size"})
 
 
 def _positive_int(description: str) -> dict[str, Any]:
@@ -144,6 +144,60 @@ def _defs() -> dict[str, Any]:
                             "bandwidth_gbps": {"type": "array", "minItems": 1,
                                                "items": {"type": "number", "minimum": 0}},
                         },
+                    },
+                },
+            },
+        },
+        "buffer": {
+            "type": "object",
+            "description": "A buffer of a static-allocation instance: alive during the steps [lower, upper) (upper "
+            "exclusive), size bytes, its offset a multiple of alignment.",
+            "required": ["id", "lower", "upper", "size"],
+            "additionalProperties": False,
+            "properties": {
+                "id": {"type": ["string", "integer"], "minLength": 1, "description": "Unique buffer id."},
+                "lower": {"type": "integer", "minimum": 0, "description": "First step it is alive."},
+                "upper": {"type": "integer", "minimum": 1,
+                          "description": "The step after its last one (exclusive; greater than lower)."},
+                "size": _positive_int("Bytes."),
+                "alignment": _positive_int("Its offset is a multiple of this (default: the memory's alignment)."),
+            },
+        },
+        "workload_buffers": {
+            "type": "object",
+            "description": "Static allocation: the buffers written out (problem: allocation).",
+            "required": ["buffers"],
+            "additionalProperties": False,
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "description": "Name of the buffer list."},
+                "buffers": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/buffer"}},
+            },
+        },
+        "workload_csv": {
+            "type": "object",
+            "description": "Static allocation: the buffers of a CSV file with a header id,lower,upper,size (or "
+            "buffer,start,end,size) and optional columns alignment and offset (problem: allocation).",
+            "required": ["csv"],
+            "additionalProperties": False,
+            "properties": {
+                "csv": {"type": "string", "minLength": 1,
+                        "description": "Path of the .csv file, relative to the instance file's folder."},
+                "name": {"type": "string", "minLength": 1, "description": "Name of the buffer list."},
+            },
+        },
+        "hardware_memory": {
+            "type": "object",
+            "description": "Static allocation: the one memory the buffers are placed in (problem: allocation).",
+            "required": ["memory"],
+            "additionalProperties": False,
+            "properties": {
+                "memory": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "description": "Memory name (default: memory)."},
+                        "capacity_bytes": _positive_int("Capacity in bytes (omit: unbounded, objective peak only)."),
+                        "alignment": _positive_int("Default alignment of the buffers' offsets in bytes (default 1)."),
                     },
                 },
             },
@@ -379,7 +433,8 @@ def instance_schema() -> dict[str, Any]:
             "workload": {
                 "type": "object",
                 "description": "{zoo, params}, an inline workload {name, dtype_bytes, tensors, operators}, an ONNX "
-                "model {onnx, batch, dims}, a job group {task, group_size, seed, batch} or an inline job table {jobs}",
+                "model {onnx, batch, dims}, a job group {task, group_size, seed, batch}, an inline job table {jobs}, "
+                "or for static allocation a buffer list {buffers} or a buffer CSV {csv}",
                 "if": {"required": ["zoo"]},
                 "then": {"$ref": "#/$defs/workload_zoo"},
                 "else": {
@@ -391,7 +446,15 @@ def instance_schema() -> dict[str, Any]:
                         "else": {
                             "if": {"required": ["onnx"]},
                             "then": {"$ref": "#/$defs/workload_onnx"},
-                            "else": {"$ref": "#/$defs/workload_inline"},
+                            "else": {
+                                "if": {"required": ["buffers"]},
+                                "then": {"$ref": "#/$defs/workload_buffers"},
+                                "else": {
+                                    "if": {"required": ["csv"]},
+                                    "then": {"$ref": "#/$defs/workload_csv"},
+                                    "else": {"$ref": "#/$defs/workload_inline"},
+                                },
+                            },
                         },
                     },
                 },
@@ -400,7 +463,7 @@ def instance_schema() -> dict[str, Any]:
                 "type": "object",
                 "description": "{preset, params} or an inline accelerator {name, pe_array, dma, memories, ...}; for "
                 "multi-accelerator problems {platform, params} or an inline platform {accelerators, "
-                "system_bandwidth_gbps}",
+                "system_bandwidth_gbps}; for static allocation one memory {memory: {name, capacity_bytes, alignment}}",
                 "if": {"required": ["preset"]},
                 "then": {"$ref": "#/$defs/hardware_preset"},
                 "else": {
@@ -409,7 +472,11 @@ def instance_schema() -> dict[str, Any]:
                     "else": {
                         "if": {"required": ["accelerators"]},
                         "then": {"$ref": "#/$defs/platform_inline"},
-                        "else": {"$ref": "#/$defs/hardware_inline"},
+                        "else": {
+                            "if": {"required": ["memory"]},
+                            "then": {"$ref": "#/$defs/hardware_memory"},
+                            "else": {"$ref": "#/$defs/hardware_inline"},
+                        },
                     },
                 },
             },
