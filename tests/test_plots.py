@@ -252,7 +252,7 @@ def test_api_comparison_checks_and_defaults(pinning: tuple[harness.Prepared, lis
     from dlaopt.plots import comparison_kinds, plot_comparison, solution_kinds
 
     p, results = pinning
-    assert list(solution_kinds("pinning")) == ["occupancy"]
+    assert list(solution_kinds("pinning")) == ["occupancy", "addresses"]
     assert list(comparison_kinds("pinning")) == ["transfers", "objective", "trace"]
     for kind in comparison_kinds("pinning"):
         assert plot_comparison(results, kind=kind).axes

@@ -92,7 +92,8 @@ def plot(instance: str, solution: str | None, output: str, kind: str | None, com
     """Plot a solution of INSTANCE (the solution file SOLUTION, as written by `dlaopt solve -o`), or compare
     methods on it (--compare exact,greedy), as PNG or SVG.
 
-    Kinds per problem (the first is the default): pinning: occupancy; mapping: mapping, loopnest, breakdown,
+    Kinds per problem (the first is the default): pinning: occupancy, addresses (the step x address picture of
+    each scratchpad); mapping: mapping, loopnest, breakdown,
     layers; systolic: layers; multiaccel: gantt; bankmap: layout. With --compare: pinning: transfers; mapping and
     systolic: layers; multiaccel: gantt, makespan; bankmap: copies; and for every problem objective and trace (the
     exact solver's incumbent and bound over time, the other methods' values as lines).

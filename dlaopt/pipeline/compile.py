@@ -191,6 +191,9 @@ def _pinning_stage(network: str, workload: Mapping[str, Any], hardware: Mapping[
         "dma_cycles": m.get("dma_cycles"), "estimated_cycles": m.get("estimated_cycles"),
         "speedup_over_naive": m.get("speedup"), "off_chip_tensors": len(off),
         "produced_tensors": sum(1 for tn in graph.tensors.values() if tn.role.is_produced),
+        # the solution's runs carry their scratchpad offsets ([first, last, scratchpad, offset]): handed on as is
+        "addresses": sol.offsets is not None, "alignment_bytes": data.alignment,
+        "address_peak": m.get("address_peak"),
     }
     return out, off
 

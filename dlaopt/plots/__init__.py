@@ -25,7 +25,7 @@ method) and ``trace`` (the exact solver's incumbent and bound over time, the heu
 
 Kinds (``solution_kinds(problem)``, ``comparison_kinds(problem)``; the first is the default):
 
-* pinning — solution ``occupancy``; comparison ``transfers``, ``objective``, ``trace``
+* pinning — solution ``occupancy``, ``addresses``; comparison ``transfers``, ``objective``, ``trace``
 * mapping — solution ``mapping``, ``loopnest``, ``breakdown``, ``layers``; comparison ``layers``, ``objective``,
   ``trace``
 * systolic — solution ``layers``; comparison ``layers``, ``objective``, ``trace``

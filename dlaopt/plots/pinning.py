@@ -171,6 +171,13 @@ def plot_occupancy(prepared: Prepared, sol: PinningSolution, evaluation: Evaluat
     return fig
 
 
+def _addresses(prepared: Prepared, sol: PinningSolution, evaluation: Evaluation, title: str | None,
+               subject: str) -> Figure:
+    from dlaopt.plots.addresses import plot_addresses
+
+    return plot_addresses(prepared, sol, evaluation, title, subject)
+
+
 def _short(name: str, width: int = 12) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
@@ -219,6 +226,9 @@ def plot_transfers(results: Sequence[Result], prepared: Prepared | None, title: 
 SOLUTION_KINDS: dict[str, PlotKind] = {
     "occupancy": PlotKind("occupancy", "per-scratchpad occupancy over the schedule, loads and stores marked",
                           plot_occupancy),
+    "addresses": PlotKind("addresses", "per-scratchpad (step x address) picture: each residency run at its offset",
+                          lambda prepared, sol, evaluation, title, subject: _addresses(prepared, sol, evaluation,
+                                                                                       title, subject)),
 }
 COMPARISON_KINDS: dict[str, PlotKind] = {
     "transfers": PlotKind("transfers", "bytes loaded and stored by each method", plot_transfers),

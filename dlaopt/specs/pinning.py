@@ -80,6 +80,22 @@ OPTIONS_SCHEMA: dict[str, Any] = {
             "description": "Allow weights to stay resident between uses (OnSRAM never pins weights; shared "
             "weights such as an unrolled LSTM's do get reused).",
         },
+        "addresses": {
+            "type": "boolean",
+            "default": True,
+            "description": "Give every solution concrete scratchpad addresses: an offset per maximal residency run "
+            "(consecutive steps in one scratchpad), aligned, within the capacity, never overlapping another buffer "
+            "resident at the same time. Heuristic plans whose residency does not fit in addresses are repaired "
+            "(idle stretches between uses dropped); the exact method returns the optimum among address-feasible "
+            "plans. false: residency only (capacity sums), without addresses.",
+        },
+        "alignment_bytes": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 2**40,
+            "default": 1,
+            "description": "Every offset is a multiple of this many bytes (with options.addresses).",
+        },
         "exact_tuning": tuning_schema(EXACT_LEVERS),
     },
 }

@@ -193,3 +193,82 @@ def objective_value(graph: PinningGraph, transfers: Transfers, objective: str, d
 
 def dma_cycles(graph: PinningGraph, transfers: Transfers, dma: DMA) -> float:
     return objective_value(graph, transfers, "dma_cycles", dma)
+
+
+def check_addresses(graph: PinningGraph, sol: PinningSolution, alignment: int = 1,
+                    limit: int = 50) -> tuple[list[str], dict[str, int]]:
+    """The addresses of a solution, checked from the residency and the offsets alone: every resident cell has an
+    offset, constant over each maximal run (consecutive steps in one scratchpad), a multiple of ``alignment``, the
+    buffer ends within the scratchpad's capacity, and two buffers resident in one scratchpad at one step never
+    overlap in address. Returns the violations (at most ``limit``, then a count) and the highest end address used
+    per scratchpad (``address_peak``)."""
+    names = [s.name for s in graph.scratchpads]
+    peaks = {n: 0 for n in names}
+    if sol.offsets is None:
+        return [], peaks
+    out: list[str] = []
+    if len(sol.offsets) != len(sol.placement):
+        return [f"the solution gives offsets for {len(sol.offsets)} buffers, the instance has "
+                f"{len(sol.placement)}"], peaks
+    ks, ms, offs, ends, bufs = [], [], [], [], []
+    for b, buf in enumerate(graph.buffers):
+        row = np.asarray(sol.placement[b])
+        off = np.asarray(sol.offsets[b], dtype=np.int64)
+        if off.shape != row.shape:
+            out.append(f"buffer '{buf.name}': offsets cover {off.size} steps, its residency {row.size}")
+            continue
+        lo = graph.window[b][0]
+        on = np.flatnonzero(row >= 0)
+        if on.size == 0:
+            continue
+        o = off[on]
+        missing = on[o < 0]
+        if missing.size:
+            out.append(f"buffer '{buf.name}' has no address at step {lo + int(missing[0])} while resident in "
+                       f"'{names[int(row[missing[0]])]}'")
+            continue
+        # same run: consecutive steps, same scratchpad; the offset may not change inside it
+        same = (np.diff(on) == 1) & (row[on[1:]] == row[on[:-1]])
+        moved = np.flatnonzero(same & (o[1:] != o[:-1]))
+        if moved.size:
+            i = int(on[moved[0] + 1])
+            out.append(f"buffer '{buf.name}' changes address inside one residency run of '{names[int(row[i])]}' at "
+                       f"step {lo + i} ({int(off[i - 1])} -> {int(off[i])})")
+        bad = o % alignment != 0
+        if bad.any():
+            i = int(on[np.argmax(bad)])
+            out.append(f"buffer '{buf.name}' at offset {int(off[i])} in '{names[int(row[i])]}' (step {lo + i}) is not "
+                       f"a multiple of the alignment {alignment}")
+        end = o + buf.size_bytes
+        ks.append(row[on].astype(np.int64))
+        ms.append(on + lo)
+        offs.append(o)
+        ends.append(end)
+        bufs.append(np.full(on.size, b, dtype=np.int64))
+    if ks:
+        k_a, m_a, o_a, e_a, b_a = (np.concatenate(a) for a in (ks, ms, offs, ends, bufs))
+        caps = np.array([s.capacity for s in graph.scratchpads], dtype=np.int64)
+        over = np.flatnonzero(e_a > caps[k_a])
+        for i in over[:limit].tolist():
+            out.append(f"buffer '{graph.buffers[int(b_a[i])].name}' ends at byte {int(e_a[i])} of "
+                       f"'{names[int(k_a[i])]}' (step {int(m_a[i])}), beyond its capacity {int(caps[k_a[i]])}")
+        for k in range(len(names)):
+            sel = k_a == k
+            if sel.any():
+                peaks[names[k]] = int(e_a[sel].max())
+        # overlap: sorted by (scratchpad, step, offset), a cell overlaps another iff it overlaps its successor
+        order = np.lexsort((o_a, m_a, k_a))
+        k_s, m_s, o_s, e_s, b_s = k_a[order], m_a[order], o_a[order], e_a[order], b_a[order]
+        clash = np.flatnonzero((k_s[1:] == k_s[:-1]) & (m_s[1:] == m_s[:-1]) & (o_s[1:] < e_s[:-1]))
+        seen: set[tuple[int, int, int]] = set()
+        for i in clash.tolist():
+            key = (int(k_s[i]), int(b_s[i]), int(b_s[i + 1]))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(f"buffers '{graph.buffers[key[1]].name}' [{int(o_s[i])}, {int(e_s[i])}) and "
+                       f"'{graph.buffers[key[2]].name}' [{int(o_s[i + 1])}, {int(e_s[i + 1])}) overlap in "
+                       f"'{names[key[0]]}' at step {int(m_s[i])}")
+    if len(out) > limit:
+        out = out[:limit] + [f"... and {len(out) - limit} more address violations"]
+    return out, peaks

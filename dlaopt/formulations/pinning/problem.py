@@ -12,6 +12,7 @@ from dlaopt.errors import InfeasibleInstanceError, InputError
 from dlaopt.formulations.base import Evaluation, ExactOutcome, Method, MilpFormulation, Problem
 from dlaopt.formulations.pinning.data import PinningGraph, unplaceable_steps, untiled_graph
 from dlaopt.formulations.pinning.evaluator import (
+    check_addresses,
     check_constraints,
     check_user_constraints,
     count_transfers,
@@ -51,6 +52,8 @@ class PinningData:
     infeasible: str | None = None  # why no solution can exist, when known
     rules: PinningRules = field(default_factory=PinningRules)  # the user's constraints, typed
     tuning: dict[str, bool] = field(default_factory=dict)  # levers of the exact method (options.exact_tuning)
+    addresses: bool = True  # every solution gets scratchpad offsets (options.addresses)
+    alignment: int = 1  # offsets are multiples of this (options.alignment_bytes)
     _baseline: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -181,7 +184,8 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         return PinningData(graph=graph, accelerator=acc, objective=instance.objective,
                            pin_weights=bool(options["pin_weights"]), formulation=str(options["formulation"]),
                            source=instance.source, infeasible=infeasible, tiling_violations=tiling_violations,
-                           rules=rules, tuning=levers(options, opts.EXACT_LEVERS))
+                           rules=rules, tuning=levers(options, opts.EXACT_LEVERS),
+                           addresses=bool(options["addresses"]), alignment=int(options["alignment_bytes"]))
 
     @staticmethod
     def _compute_cycles(instance: Instance, options: Mapping[str, Any]) -> dict[str, float]:
@@ -245,14 +249,30 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
 
     # ------------------------------------------------------------------------------------------------ methods
     def run_heuristic(self, method: str, data: PinningData, options: SolveOptions) -> PinningSolution:
-        return HEURISTICS[method](data.graph, data.pin_weights, data.rules)
+        """The heuristic's plan; with options.addresses, with an offset per run (its residency repaired where it
+        does not fit in addresses: :func:`.addresses.with_addresses`)."""
+        sol = HEURISTICS[method](data.graph, data.pin_weights, data.rules)
+        if not data.addresses:
+            return sol
+        from dlaopt.formulations.pinning.addresses import with_addresses
+
+        return with_addresses(data.graph, sol, data.alignment, rules=data.rules, pin_weights=data.pin_weights,
+                              time_limit=options.time_limit, name=method)
 
     def solve_exact(self, data: PinningData, method: str, *, solver: str | None,
                     options: SolveOptions) -> ExactOutcome[PinningSolution] | None:
-        """Identical scratchpads with the ``assignment`` or ``pattern_cuts`` lever on: the driver of
-        :mod:`.exact` (merged residency, packing cuts, assignment); otherwise the harness' path (warm start,
-        merged relaxation, the full model)."""
+        """With options.addresses: the optimum among address-feasible plans (:mod:`.addresses`: the capacity-sum
+        optimum placed, no-good cuts on residency patterns that do not fit, solved again). Otherwise, identical
+        scratchpads with the ``assignment`` or ``pattern_cuts`` lever on: the driver of :mod:`.exact` (merged
+        residency, packing cuts, assignment); else the harness' path (warm start, merged relaxation, the full
+        model)."""
         from dlaopt.formulations.pinning.exact import applies, solve_identical
+
+        if data.addresses:
+            from dlaopt.formulations.pinning.addresses import solve_exact_with_addresses
+
+            backend = solver or self.method(method).default_solver or "highs"
+            return solve_exact_with_addresses(self, data, method, backend=backend, options=options)
 
         tuning = data.tuning or levers({}, opts.EXACT_LEVERS)
         if not (tuning["assignment"] or tuning["pattern_cuts"]) or not applies(data):
@@ -303,6 +323,10 @@ class PinningProblem(Problem[PinningData, PinningSolution]):
         obj = objective_value(data.graph, t, data.objective, data.dma)
         metrics = pinning_metrics(data, t.loads, t.stores)
         metrics["thesis_transitions_bytes"] = objective_value(data.graph, t, "thesis", data.dma)
+        if solution.offsets is not None:
+            found, peaks = check_addresses(data.graph, solution, data.alignment)
+            violations += [f"addresses: {v}" for v in found]
+            metrics["address_peak"] = peaks
         return Evaluation(not violations, obj, violations, metrics)
 
     def solution_to_dict(self, data: PinningData, solution: PinningSolution) -> dict[str, Any]:
