@@ -43,6 +43,7 @@ EXPERIMENTS: dict[str, str] = {
     "fusion": "dlaopt.experiments.commands:fusion",
     "polyacc": "dlaopt.experiments.commands:polyacc",
     "scale-benchmark": "dlaopt.experiments.commands:scale_benchmark",
+    "allocation-benchmark": "dlaopt.experiments.commands:allocation_benchmark",
 }
 
 
