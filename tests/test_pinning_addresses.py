@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from pinning_cases import random_workload, small_accelerator
 
 from dlaopt.formulations.pinning.addresses import residency_runs
 from dlaopt.formulations.pinning.evaluator import check_addresses, check_constraints, count_transfers, objective_value
@@ -16,7 +17,6 @@ from dlaopt.harness import compare, prepare, solve, verify
 from dlaopt.io.instance import Instance
 from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.workload import NetworkBuilder
-from tests.pinning_cases import random_workload, small_accelerator
 
 DETERMINISTIC = SolveOptions(seed=0, threads=1, deterministic=True, mip_rel_gap=0.0)
 
