@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,9 +43,11 @@ def random_workload(seed: int, n_ops: int = 4) -> Workload:
     return b.build(outputs=[live[-1]])
 
 
-def brute_force(graph: PinningGraph, objective: str, dma: DMA) -> float | None:
+def brute_force(graph: PinningGraph, objective: str, dma: DMA,
+                keep: Callable[[PinningSolution], bool] | None = None) -> float | None:
     """Minimum objective over every placement (each buffer, each step of its window: main memory or a
-    scratchpad), judged by the evaluator alone. Exponential: for graphs with a dozen cells at most."""
+    scratchpad), judged by the evaluator alone; with ``keep``, only over the placements it accepts. Exponential:
+    for graphs with a dozen cells at most."""
     cells: list[tuple[int, int, list[int]]] = []
     n_spm = len(graph.scratchpads)
     for b, (lo, hi) in enumerate(graph.window):
@@ -59,7 +62,7 @@ def brute_force(graph: PinningGraph, objective: str, dma: DMA) -> float | None:
         if check_constraints(graph, sol):
             continue
         val = objective_value(graph, count_transfers(graph, sol), objective, dma)
-        if best is None or val < best:
+        if (best is None or val < best) and (keep is None or keep(sol)):
             best = val
     return best
 

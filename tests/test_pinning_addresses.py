@@ -8,10 +8,10 @@ import itertools
 
 import numpy as np
 import pytest
-from pinning_cases import random_workload, small_accelerator
+from pinning_cases import brute_force, random_workload, small_accelerator
 
 from dlaopt.formulations.pinning.addresses import residency_runs
-from dlaopt.formulations.pinning.evaluator import check_addresses, check_constraints, count_transfers, objective_value
+from dlaopt.formulations.pinning.evaluator import check_addresses
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.harness import compare, prepare, solve, verify
 from dlaopt.io.instance import Instance
@@ -54,20 +54,8 @@ def _fits(graph, sol, alignment):
 
 def _brute(graph, dma, alignment):
     """(capacity-sum optimum, address-feasible optimum) over every residency."""
-    cells = [(b, m, list(range(len(graph.scratchpads))) if m in graph.uses[b] else [-1, *range(len(graph.scratchpads))])
-             for b, (lo, hi) in enumerate(graph.window) for m in range(lo, hi + 1)]
-    best = best_addr = None
-    for combo in itertools.product(*(c[2] for c in cells)):
-        sol = PinningSolution.empty(graph)
-        for (b, m, _), k in zip(cells, combo, strict=True):
-            sol.set(graph, b, m, k)
-        if check_constraints(graph, sol):
-            continue
-        val = objective_value(graph, count_transfers(graph, sol), "transfers", dma)
-        best = val if best is None else min(best, val)
-        if (best_addr is None or val < best_addr) and _fits(graph, sol, alignment):
-            best_addr = val
-    return best, best_addr
+    return (brute_force(graph, "transfers", dma),
+            brute_force(graph, "transfers", dma, keep=lambda sol: _fits(graph, sol, alignment)))
 
 
 @pytest.mark.parametrize("capacities", [[12], [8, 8]])

@@ -88,6 +88,14 @@ class SolveOptions:
     # worker processes caps each piece by it and stops waiting for pieces not back by then
     deadline: float | None = None
 
+    def end_by(self) -> float | None:
+        """The ``time.monotonic()`` by which a solve started now must end: its own time limit from now, capped by
+        the command's :attr:`deadline` (``None``: neither is set)."""
+        own = None if self.time_limit is None else time.monotonic() + self.time_limit
+        if self.deadline is None:
+            return own
+        return self.deadline if own is None else min(own, self.deadline)
+
 
 @dataclass
 class BackendResult:

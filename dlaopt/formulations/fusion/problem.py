@@ -189,9 +189,7 @@ class FusionProblem(Problem[FusionData, FusionSolution]):
         """Value every candidate the method may use, select, and assemble the solution (see the module
         docstring). Raises HeuristicFailure when no partition is possible."""
         t0 = time.perf_counter()
-        deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-        if options.deadline is not None:
-            deadline = options.deadline if deadline is None else min(deadline, options.deadline)
+        deadline = options.end_by()
         inner = method if method in INNER_HEURISTICS else None
         gs = self._solver(data, options, inner)
         fuse = method != "layerwise"

@@ -470,9 +470,7 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
     from dlaopt.solvers.backends import solve_linear
 
     t0 = time.perf_counter()
-    deadline = None if options.time_limit is None else time.monotonic() + options.time_limit
-    if options.deadline is not None:
-        deadline = options.deadline if deadline is None else min(deadline, options.deadline)
+    deadline = options.end_by()
 
     def left() -> float | None:
         return None if deadline is None else max(0.0, deadline - time.monotonic())
