@@ -44,6 +44,7 @@ class SearchResult:
     nodes: int
     peak: int | None = None
     time_s: float = 0.0
+    depth: int = 0  # the most buffers placed at once (diagnostics)
 
 
 def compress(data: AllocationData) -> tuple[np.ndarray, np.ndarray, int]:
@@ -118,22 +119,23 @@ def search(data: AllocationData, capacity: int, *, minimize: bool = False, targe
     best: np.ndarray | None = None
     best_peak: int | None = None
     offsets = np.zeros(n, dtype=np.int64)
-    nodes = 0
+    nodes = depth = 0
     stack = [_Frame(0, np.zeros(st.slots, dtype=np.int64), np.zeros(n, dtype=np.int64), st.rem0,
                     np.zeros(n, dtype=bool))]
     while stack:
         f = stack[-1]
         if f.children is None:  # entering the node
             nodes += 1
+            depth = max(depth, len(stack) - 1)
             if (node_limit is not None and nodes > node_limit) or (
                     deadline is not None and nodes % 64 == 0 and time.monotonic() > deadline):
-                return SearchResult(best, False, nodes, best_peak, time.perf_counter() - t0)
+                return SearchResult(best, False, nodes, best_peak, time.perf_counter() - t0, depth)
             f.children = _children(f, cap, st)
             if f.children is None:  # a complete placement
                 peak = int((offsets + size).max())
                 best, best_peak = offsets.copy(), peak
                 if not minimize or peak <= target:
-                    return SearchResult(best, True, nodes, best_peak, time.perf_counter() - t0)
+                    return SearchResult(best, True, nodes, best_peak, time.perf_counter() - t0, depth)
                 cap = peak - 1
                 f.children = []
         if f.k >= len(f.children):
@@ -154,7 +156,7 @@ def search(data: AllocationData, capacity: int, *, minimize: bool = False, targe
         placed[i] = True
         offsets[i] = p
         stack.append(_Frame(p, top, maxtop, rem, placed, i, f.cand))
-    return SearchResult(best, True, nodes, best_peak, time.perf_counter() - t0)
+    return SearchResult(best, True, nodes, best_peak, time.perf_counter() - t0, depth)
 
 
 def _children(f: _Frame, cap: int, st: _Static) -> list[tuple[int, int]] | None:
