@@ -7,8 +7,10 @@
    feasibility objective any placement within the capacity is);
 3. the canonical depth-first search (:mod:`.search`) under the node and time budget: a placement found is
    feasible, an exhausted search proves infeasibility (or, for the minimum peak, optimality);
-4. CP-SAT with a 2-D no-overlap (:mod:`.cpsat`), hinted with the best placement so far, under what is left of the
-   budget.
+4. CP-SAT with a 2-D no-overlap (:mod:`.cpsat`): when nothing is placed yet and the capacity exceeds the live-bytes
+   bound, first a short probe at the bound (a quarter of the time left; a placement there fits and is optimal for
+   either objective, and the tighter model finds it sooner when one exists), then at the capacity, hinted with the
+   best placement so far, under what is left of the budget.
 
 :func:`infeasible_core` reduces a proven-infeasible instance to a minimal set of buffers that still cannot be placed
 (a deletion filter; each test a live-bytes check or an exhausted search).
@@ -28,6 +30,7 @@ from dlaopt.solvers.result import SolveOptions, Status
 DEFAULT_CORE_NODE_LIMIT = 20_000
 SEARCH_NODES_PER_BUFFER = 4  # the search's own budget before CP-SAT takes over (no node_limit given)
 MIN_SEARCH_NODES = 2_000
+TIGHT_PROBE_SHARE = 0.25  # of the time left, for CP-SAT at the live-bytes bound before CP-SAT at the capacity
 
 
 @dataclass
@@ -127,10 +130,26 @@ def allocate(data: AllocationData, *, time_limit: float | None = None, node_limi
         return _unsettled(done, best, data, res.nodes, "the search budget ended")
     from dlaopt.formulations.allocation.cpsat import solve_cpsat
 
+    model_cap = cap if not minimize else (best.peak(data) if best is not None else cap)
+    if best is None and model_cap is not None and model_cap > data.bound:
+        # a placement at the live-bytes bound fits any larger capacity and is optimal for the peak: the tighter
+        # model propagates more, and finds it far sooner when one exists; a short probe first
+        probe_left = None if left is None else left * TIGHT_PROBE_SHARE
+        probe = SolveOptions(time_limit=probe_left, threads=threads, seed=seed, deterministic=deterministic,
+                             mip_rel_gap=0.0)
+        if cpsat_deterministic_time is not None:
+            probe = replace(probe, extra={"deterministic_time": cpsat_deterministic_time * TIGHT_PROBE_SHARE})
+        tight = solve_cpsat(data, data.bound, probe, minimize=False, hint=None)
+        stats["cpsat_at_bound"] = {"status": tight.result.status.value, "time_s": tight.result.solve_time_s}
+        if tight.solution is not None:
+            return done(tight.solution, Status.OPTIMAL, data.bound, "CP-SAT placed the buffers within the "
+                        "live-bytes bound", "cpsat", res.nodes)
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0.05:
+            return _unsettled(done, best, data, res.nodes, "the budget ended")
     opts = SolveOptions(time_limit=left, threads=threads, seed=seed, deterministic=deterministic, mip_rel_gap=0.0)
     if cpsat_deterministic_time is not None:
         opts = replace(opts, extra={"deterministic_time": cpsat_deterministic_time})
-    model_cap = cap if not minimize else (best.peak(data) if best is not None else cap)
     assert model_cap is not None
     cp = solve_cpsat(data, model_cap, opts, minimize=minimize, hint=best)
     r = cp.result
