@@ -49,7 +49,7 @@ from dlaopt.formulations.pinning.data import PinningGraph
 from dlaopt.formulations.pinning.rules import PinningRules, RuleView
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.solvers.linear import LinearModel
-from dlaopt.solvers.result import SolveOptions, Status, TracePoint
+from dlaopt.solvers.result import SolveOptions, Status
 from dlaopt.workload.buffers import AllocBuffer
 
 PinningProblem = Problem[Any, PinningSolution]
@@ -324,7 +324,7 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
                                options: SolveOptions) -> ExactOutcome[PinningSolution]:
     """The optimum among address-feasible plans (module text): the capacity-sum optimum placed, then no-good cuts
     on the residency patterns that do not fit, solved again until the plan fits."""
-    from dlaopt.formulations.pinning.exact import applies, solve_identical, with_rows
+    from dlaopt.formulations.pinning.exact import Incumbent, applies, solve_identical, with_rows
     from dlaopt.formulations.pinning.heuristics import HEURISTICS
     from dlaopt.formulations.pinning.milp import build_pinning_milp
     from dlaopt.formulations.pinning.milp_gaps import build_gap_model
@@ -340,27 +340,12 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
 
     g = data.graph
     align = data.alignment
-    trace: list[TracePoint] = []
     log: dict[str, Any] = {"rounds": [], "cuts": 0, "address_placements": 0}
-    best: tuple[float, PinningSolution, str] | None = None
-    bound: float | None = None
     status = Status.FEASIBLE
     notes: list[str] = []
 
-    def offer(sol: PinningSolution | None, name: str) -> None:
-        nonlocal best
-        if sol is None:
-            return
-        ev = problem.evaluate(data, sol)
-        if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[0] - 1e-9):
-            best = (ev.objective, sol, name)
-            trace.append(TracePoint(time.perf_counter() - t0, ev.objective, bound))
-
-    def raise_bound(b: float | None) -> None:
-        nonlocal bound
-        if b is not None and (bound is None or b > bound):
-            bound = b
-            trace.append(TracePoint(time.perf_counter() - t0, best[0] if best else None, b))
+    incumbent = Incumbent(problem, data, t0)
+    offer, raise_bound = incumbent.offer, incumbent.raise_bound
 
     def place(sol: PinningSolution) -> Placement:
         log["address_placements"] += 1
@@ -375,8 +360,7 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
                                  time_limit=None if lim is None else max(0.1, 0.2 * lim), name=name), name)
 
     def gap_ok() -> bool:
-        return best is not None and bound is not None and best[0] - bound <= max(options.mip_rel_gap, 1e-9) * max(
-            abs(best[0]), 1e-9)
+        return incumbent.within(options.mip_rel_gap)
 
     cut_runs: list[list[Run]] = []
     first: PinningSolution | None = None
@@ -394,11 +378,11 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
         out = solve_identical(problem, data, backend=backend, tuning=tuning, options=dataclasses.replace(
             options, time_limit=None if lim is None else 0.8 * lim, deadline=None))
         metrics.update(out.metrics)
-        trace.extend(out.trace)
+        incumbent.trace.extend(out.trace)
         driver_msg = out.message
         if out.status == Status.INFEASIBLE:
-            return ExactOutcome(None, Status.INFEASIBLE, out.bound, backend, out.solver_version, out.message, trace,
-                                metrics=metrics, solve_time_s=time.perf_counter() - t0)
+            return ExactOutcome(None, Status.INFEASIBLE, out.bound, backend, out.solver_version, out.message,
+                                incumbent.trace, metrics=metrics, solve_time_s=time.perf_counter() - t0)
         if out.bound is not None and out.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION):
             raise_bound(out.bound)
         first = out.solution
@@ -449,9 +433,9 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
                 break
             model = with_rows(form.model, rows, block="address_nogood")
             warm = None
-            if best is not None:
+            if incumbent.best is not None:
                 try:
-                    warm = form.encode(best[1])
+                    warm = form.encode(incumbent.best[1])
                 except ValueError:
                     warm = None
             r = solve_linear(model, backend, dataclasses.replace(options, time_limit=lim, warm_start=warm,
@@ -460,10 +444,10 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
                                      "bound": r.bound, "cuts": len(rows), "time_s": round(r.solve_time_s, 3)}
             log["rounds"].append(entry)
             if r.status == Status.INFEASIBLE:
-                if best is None:
+                if incumbent.best is None:
                     msg = ("no plan fits in scratchpad addresses: the model with "
                            f"{len(rows)} no-good cut(s) on residency patterns that do not fit is infeasible")
-                    return ExactOutcome(None, Status.INFEASIBLE, None, r.solver, r.solver_version, msg, trace,
+                    return ExactOutcome(None, Status.INFEASIBLE, None, r.solver, r.solver_version, msg, incumbent.trace,
                                         metrics={**metrics, "addresses": log},
                                         solve_time_s=time.perf_counter() - t0)
                 break
@@ -493,12 +477,13 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
             status = Status.OPTIMAL
     log["time_s"] = round(time.perf_counter() - t0, 3)
     metrics["addresses"] = log
-    if best is None:
-        return ExactOutcome(None, Status.NO_SOLUTION, bound, backend, "", "no plan with addresses found" + (
-            f" ({'; '.join(notes)})" if notes else ""), trace, metrics=metrics, solve_time_s=time.perf_counter() - t0)
-    obj, sol, name = best
-    if bound is not None and bound > obj:
-        bound = obj
+    if incumbent.best is None:
+        return ExactOutcome(None, Status.NO_SOLUTION, incumbent.bound, backend, "", "no plan with addresses found" + (
+            f" ({'; '.join(notes)})" if notes else ""), incumbent.trace, metrics=metrics,
+            solve_time_s=time.perf_counter() - t0)
+    obj, sol, name = incumbent.best
+    if incumbent.bound is not None and incumbent.bound > obj:
+        incumbent.bound = obj
     if status == Status.OPTIMAL and not gap_ok():
         status = Status.FEASIBLE
     msg = f"optimal among address-feasible plans; best plan from {name}" if status == Status.OPTIMAL else (
@@ -510,7 +495,7 @@ def solve_exact_with_addresses(problem: PinningProblem, data: PinningData, metho
         msg += "; " + "; ".join(notes)
     if driver_msg:
         msg += f" ({driver_msg})"
-    return ExactOutcome(sol, status, bound, backend, "", msg, trace,
+    return ExactOutcome(sol, status, incumbent.bound, backend, "", msg, incumbent.trace,
                         warm_start={"method": name, "objective": obj}, metrics=metrics,
                         solve_time_s=time.perf_counter() - t0)
 

@@ -464,6 +464,42 @@ def _lp(model: LinearModel) -> LinearModel:
     return dataclasses.replace(model, integrality=np.zeros(model.n_cols, dtype=bool))
 
 
+class Incumbent:
+    """An exact driver's best verified solution ``best`` = (objective, solution, where it came from), judged by the
+    problem's evaluator alone, its best proven bound, and their trace over time."""
+
+    def __init__(self, problem: PinningProblem, data: PinningData, t0: float,
+                 on_evaluate: Callable[[float], None] | None = None) -> None:
+        self.problem, self.data, self.t0, self.on_evaluate = problem, data, t0, on_evaluate
+        self.best: tuple[float, PinningSolution, str] | None = None
+        self.bound: float | None = None
+        self.trace: list[TracePoint] = []
+
+    def offer(self, sol: PinningSolution | None, name: str) -> None:
+        """Keep ``sol`` when the evaluator accepts it and it is better than the best so far."""
+        if sol is None:
+            return
+        t_e = time.perf_counter()
+        ev = self.problem.evaluate(self.data, sol)
+        if self.on_evaluate is not None:
+            self.on_evaluate(time.perf_counter() - t_e)
+        if ev.feasible and ev.objective is not None and (self.best is None or ev.objective < self.best[0] - 1e-9):
+            self.best = (ev.objective, sol, name)
+            self.trace.append(TracePoint(time.perf_counter() - self.t0, ev.objective, self.bound))
+
+    def raise_bound(self, b: float | None) -> None:
+        """Keep ``b`` when it is a larger proven bound."""
+        if b is not None and (self.bound is None or b > self.bound):
+            self.bound = b
+            self.trace.append(TracePoint(time.perf_counter() - self.t0, self.best[0] if self.best else None, b))
+
+    def within(self, rel_gap: float) -> bool:
+        """The best objective is within ``rel_gap`` (relative) of the proven bound."""
+        b = self.best
+        return b is not None and self.bound is not None and b[0] - self.bound <= max(rel_gap, 1e-9) * max(
+            abs(b[0]), 1e-9)
+
+
 def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str, options: SolveOptions,
                     tuning: dict[str, bool]) -> ExactOutcome[PinningSolution]:
     """The driver of the module text; returns the best verified solution and the best proven bound."""
@@ -480,27 +516,13 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
     assert bins is not None
     n_bins, cap = bins
     n_steps = len(g.steps)
-    trace: list[TracePoint] = []
     log = DriverLog()
-    best: tuple[float, PinningSolution, str] | None = None
-    bound: float | None = None
 
-    def offer(sol: PinningSolution | None, name: str) -> None:
-        nonlocal best
-        if sol is None:
-            return
-        t_e = time.perf_counter()
-        ev = problem.evaluate(data, sol)
-        log.stages["evaluate_s"] = max(log.stages.get("evaluate_s", 0.0), round(time.perf_counter() - t_e, 3))
-        if ev.feasible and ev.objective is not None and (best is None or ev.objective < best[0] - 1e-9):
-            best = (ev.objective, sol, name)
-            trace.append(TracePoint(time.perf_counter() - t0, ev.objective, bound))
+    def evaluated(seconds: float) -> None:
+        log.stages["evaluate_s"] = max(log.stages.get("evaluate_s", 0.0), round(seconds, 3))
 
-    def raise_bound(b: float | None) -> None:
-        nonlocal bound
-        if b is not None and (bound is None or b > bound):
-            bound = b
-            trace.append(TracePoint(time.perf_counter() - t0, best[0] if best else None, b))
+    incumbent = Incumbent(problem, data, t0, evaluated)
+    offer, raise_bound = incumbent.offer, incumbent.raise_bound
 
     with contextlib.suppress(HeuristicFailure):  # a quick incumbent first (the merged rounds may run out of time)
         offer(problem.run_heuristic("greedy", data, options), "greedy")
@@ -573,9 +595,9 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
                                      rules=rules, cuts=cuts)
             model = with_rows(gm.formulation.model, nogoods)
         warm = None
-        if best is not None and not lp_phase:
+        if incumbent.best is not None and not lp_phase:
             try:
-                warm = gm.formulation.encode(_as_merged(best[1]))
+                warm = gm.formulation.encode(_as_merged(incumbent.best[1]))
             except ValueError:
                 warm = None
         limit = None if merged_end is None else merged_end - time.monotonic()  # the build took some of it
@@ -604,7 +626,7 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
         entry["unpackable_steps"] = len(bad)
 
         def try_repair(x: np.ndarray = r.x, obj: float | None = r.objective, gm: GapModel = gm) -> None:
-            improves = best is None or obj is None or best[0] > obj + 1e-9 * max(1.0, abs(obj))
+            improves = incumbent.best is None or obj is None or incumbent.best[0] > obj + 1e-9 * max(1.0, abs(obj))
             if improves and (left() is None or (left() or 0.0) > 2 * t_eval + 1.0):
                 offer(problem.repair(data, "merged-scratchpads", gm.formulation.decode(x)), "merged+repair")
 
@@ -637,8 +659,8 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
         log.assignment = stats
         if assigned is not None:
             offer(pieces_solution(g, assigned), "assignment")
-            if r.status == Status.OPTIMAL and best is not None and r.objective is not None \
-                    and best[0] <= r.objective + 1e-9 * max(1.0, abs(r.objective)):
+            if r.status == Status.OPTIMAL and incumbent.best is not None and r.objective is not None \
+                    and incumbent.best[0] <= r.objective + 1e-9 * max(1.0, abs(r.objective)):
                 raise_bound(r.objective)
                 status = Status.OPTIMAL
             if status == Status.OPTIMAL or r.status != Status.OPTIMAL:
@@ -658,8 +680,7 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
 
     model_stats = None
     solver_name, solver_version = backend, ""
-    gap_ok = best is not None and bound is not None and best[0] - bound <= max(options.mip_rel_gap, 1e-9) * max(
-        abs(best[0]), 1e-9)
+    gap_ok = incumbent.within(options.mip_rel_gap)
     if status != Status.OPTIMAL and gap_ok:
         status = Status.OPTIMAL
     if status != Status.OPTIMAL and not fallback_fits:
@@ -667,23 +688,24 @@ def solve_identical(problem: PinningProblem, data: PinningData, *, backend: str,
                         f"{gm.formulation.model.n_nonzeros:,} nonzeros (limit {FALLBACK_MAX_NNZ:,})"}
     elif status != Status.OPTIMAL and (left() is None or (left() or 0.0) > reserve + 1.0):
         t_f = time.perf_counter()
-        status = _fallback(problem, data, backend, options, tuning, cuts, left(), best, offer, raise_bound, log)
+        status = _fallback(problem, data, backend, options, tuning, cuts, left(), incumbent, log)
         model_stats = log.fallback.get("model_stats") if log.fallback else None
         log.stages["fallback_s"] = round(time.perf_counter() - t_f, 3)
-    if best is None:
-        return ExactOutcome(None, Status.NO_SOLUTION, bound, solver_name, solver_version, "no solution found",
-                            trace, metrics={"exact_driver": log.to_dict()},
+    if incumbent.best is None:
+        return ExactOutcome(None, Status.NO_SOLUTION, incumbent.bound, solver_name, solver_version, "no solution found",
+                            incumbent.trace, metrics={"exact_driver": log.to_dict()},
                             solve_time_s=time.perf_counter() - t0)
-    obj, sol, name = best
-    if bound is not None and bound > obj:
-        bound = obj
-    gap = (obj - bound) / max(abs(obj), 1e-9) if bound is not None else None
+    obj, sol, name = incumbent.best
+    if incumbent.bound is not None and incumbent.bound > obj:
+        incumbent.bound = obj
+    gap = (obj - incumbent.bound) / max(abs(obj), 1e-9) if incumbent.bound is not None else None
     if status == Status.OPTIMAL and (gap is None or gap > max(options.mip_rel_gap, 1e-9)):
         status = Status.FEASIBLE
     msg = (f"identical scratchpads: merged residency with {len(cuts)} packing cut(s) and {len(nogoods)} no-good(s) "
            f"in {len(log.rounds)} round(s); best solution from {name}")
-    return ExactOutcome(sol, status, bound, solver_name, solver_version, msg, trace, model_stats=model_stats,
-                        warm_start={"method": name, "objective": obj}, metrics={"exact_driver": log.to_dict()},
+    return ExactOutcome(sol, status, incumbent.bound, solver_name, solver_version, msg, incumbent.trace,
+                        model_stats=model_stats, warm_start={"method": name, "objective": obj},
+                        metrics={"exact_driver": log.to_dict()},
                         solve_time_s=time.perf_counter() - t0)
 
 
@@ -707,9 +729,7 @@ def _cover_row(gm: GapModel, x: np.ndarray, m: int, n_bins: int,
 
 def _fallback(problem: PinningProblem, data: PinningData, backend: str, options: SolveOptions,
               tuning: dict[str, bool], cuts: Sequence[PackingCut], time_left: float | None,
-              best: tuple[float, PinningSolution, str] | None,
-              offer: Callable[[PinningSolution | None, str], None], raise_bound: Callable[[float | None], None],
-              log: DriverLog) -> Status:
+              incumbent: Incumbent, log: DriverLog) -> Status:
     """The full per-scratchpad model (with the packing cuts), warm-started, HiGHS and CP-SAT raced when asked."""
     from dlaopt.formulations.pinning.heuristics import HEURISTICS
     from dlaopt.solvers.backends import solve_linear
@@ -717,15 +737,15 @@ def _fallback(problem: PinningProblem, data: PinningData, backend: str, options:
     t0 = time.perf_counter()
     for h in HEURISTICS if len(data.graph.steps) <= ALL_HEURISTICS_MAX_STEPS else ("greedy",):
         with contextlib.suppress(HeuristicFailure):
-            offer(problem.run_heuristic(h, data, options), h)
+            incumbent.offer(problem.run_heuristic(h, data, options), h)
     gm = build_gap_model(data.graph, data.objective, data.dma, pin_weights=data.pin_weights, rules=data.rules,
                          cuts=cuts if tuning["pattern_cuts"] else ())
     form = gm.formulation
     opts = dataclasses.replace(options, time_limit=None if time_left is None else max(
         0.1, time_left - (time.perf_counter() - t0)), progress=None)
-    if best is not None:
+    if incumbent.best is not None:
         try:
-            opts.warm_start = form.encode(best[1])
+            opts.warm_start = form.encode(incumbent.best[1])
         except ValueError:
             opts.warm_start = None
     results: list[BackendResult]
@@ -738,9 +758,9 @@ def _fallback(problem: PinningProblem, data: PinningData, backend: str, options:
     status = Status.FEASIBLE
     for r in results:
         if r.bound is not None and r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION):
-            raise_bound(r.bound + form.objective_offset)
+            incumbent.raise_bound(r.bound + form.objective_offset)
         if r.x is not None:
-            offer(form.decode(r.x), f"full model ({r.solver})")
+            incumbent.offer(form.decode(r.x), f"full model ({r.solver})")
         if r.status == Status.OPTIMAL:
             status = Status.OPTIMAL
     log.fallback = {"model_stats": form.model.stats(), "solvers": [
@@ -749,4 +769,4 @@ def _fallback(problem: PinningProblem, data: PinningData, backend: str, options:
     return status
 
 
-__all__ = ["Piece", "applies", "assign_pieces", "residency_pieces", "solve_identical", "split_parts"]
+__all__ = ["Incumbent", "Piece", "applies", "assign_pieces", "residency_pieces", "solve_identical", "split_parts"]
