@@ -291,6 +291,21 @@ def evaluate_mapping(nest: LoopNest, arch: MappingArch, m: Mapping, *, check_cap
     return report
 
 
+def reuse_visits(nest: LoopNest, arch: MappingArch, m: Mapping,
+                 roots: MappingABC[str, int] | None = None) -> dict[tuple[int, str], int]:
+    """The visits ``R_c(t)`` of every child ``c`` (a level index, or :data:`MAC`) of every operand ``t`` along its
+    chain (see the module docstring): the only place the loop orders enter the access counts, so two mappings with
+    the same factors and the same visits have the same counts, energy and latency."""
+    root = operand_roots(arch, roots)
+    ctx = _Context(nest, arch, m)
+    out: dict[tuple[int, str], int] = {}
+    for t in OPERANDS:
+        chain = [MAC, *(j for j in arch.keeping_levels(t) if j <= root[t])]
+        for c in chain[:-1]:
+            out[(c, t)] = ctx.visits(c, t)
+    return out
+
+
 def operand_roots(arch: MappingArch, roots: MappingABC[str, int] | None = None) -> dict[str, int]:
     """Every operand's root level index (main memory unless ``roots`` says otherwise); ValueError for an unknown
     operand or a root that is not a level keeping the operand with one instance."""
@@ -475,4 +490,4 @@ def _set_extent(terms: tuple[tuple[int, tuple[int, ...]], ...]) -> int:
 
 
 __all__ = ["MAC", "OBJECTIVES", "Access", "CostReport", "Figures", "axis_digits", "evaluate_mapping", "link_matches",
-           "operand_roots"]
+           "operand_roots", "reuse_visits"]
