@@ -6,12 +6,12 @@ import math
 import random
 
 import pytest
+from mapping_cases import LAYERS, arch_three_level, arch_two_level, matmul_layer, random_mapping
 
 from dlaopt.formulations.mapping.arch import TEMPORAL
 from dlaopt.formulations.mapping.cost import MAC, evaluate_mapping, reuse_visits
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.formulations.mapping.orders import order_sensitivity, with_order
-from tests.mapping_cases import LAYERS, arch_three_level, arch_two_level, matmul_layer, random_mapping
 
 
 def valid_mapping(nest, arch, seed: int) -> Mapping:
