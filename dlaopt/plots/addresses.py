@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from dlaopt.formulations.pinning.addresses import residency_runs
+from dlaopt.formulations.pinning.data import PinningGraph
 from dlaopt.formulations.pinning.solution import PinningSolution
 from dlaopt.plots.common import (
     PALETTE20,
@@ -34,15 +36,23 @@ if TYPE_CHECKING:
 MAX_TENSOR_LEGEND = 24
 
 
+def scratchpad_panels(graph: PinningGraph, panel_height: float) -> tuple[Figure, np.ndarray, list[str], dict[str, str]]:
+    """A figure with one panel per scratchpad over the steps (shared x axis), the tensors in first-use order and a
+    colour per tensor: the frame of the occupancy and the address pictures."""
+    tensors = list(dict.fromkeys(b.tensor for b in graph.buffers))
+    tcolour = {t: colour(i, PALETTE20) for i, t in enumerate(tensors)}
+    n_spm = len(graph.scratchpads)
+    fig = new_figure(category_width(len(graph.steps), per=0.5, base=4.5, minimum=9.0), 1.6 + panel_height * n_spm)
+    axes = fig.subplots(n_spm, 1, sharex=True, squeeze=False)[:, 0]
+    return fig, axes, tensors, tcolour
+
+
 def plot_addresses(prepared: Prepared, sol: PinningSolution, evaluation: Evaluation, title: str | None,
                    subject: str) -> Figure:
     graph = prepared.data.graph
     spms = graph.scratchpads
-    n_steps, n_spm = len(graph.steps), len(spms)
-    tensors = list(dict.fromkeys(b.tensor for b in graph.buffers))
-    tcolour = {t: colour(i, PALETTE20) for i, t in enumerate(tensors)}
-    fig = new_figure(category_width(n_steps, per=0.5, base=4.5, minimum=9.0), 1.6 + 2.8 * n_spm)
-    axes = fig.subplots(n_spm, 1, sharex=True, squeeze=False)[:, 0]
+    n_steps = len(graph.steps)
+    fig, axes, tensors, tcolour = scratchpad_panels(graph, 2.8)
     per_spm = residency_runs(graph, sol)
     shown: set[str] = set()
     for k, (ax, spm) in enumerate(zip(axes, spms, strict=True)):

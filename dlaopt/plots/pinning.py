@@ -24,13 +24,12 @@ from matplotlib.patches import Patch
 
 from dlaopt.formulations.pinning.data import PinningGraph
 from dlaopt.formulations.pinning.solution import PinningSolution
+from dlaopt.plots.addresses import scratchpad_panels
 from dlaopt.plots.common import (
-    PALETTE20,
     WARN_COLOUR,
     PlotKind,
     byte_axis,
     category_width,
-    colour,
     comparison_title,
     empty_note,
     fmt_bytes,
@@ -97,10 +96,7 @@ def plot_occupancy(prepared: Prepared, sol: PinningSolution, evaluation: Evaluat
     graph: PinningGraph = prepared.data.graph
     spms = graph.scratchpads
     n_steps, n_spm = len(graph.steps), len(spms)
-    tensors = list(dict.fromkeys(b.tensor for b in graph.buffers))
-    tcolour = {t: colour(i, PALETTE20) for i, t in enumerate(tensors)}
-    fig = new_figure(category_width(n_steps, per=0.5, base=4.5, minimum=9.0), 1.6 + 2.6 * n_spm)
-    axes = fig.subplots(n_spm, 1, sharex=True, squeeze=False)[:, 0]
+    fig, axes, tensors, tcolour = scratchpad_panels(graph, 2.6)
     # bottom[k][m]: stacked height so far; centre[(b, k, m)]: the middle of buffer b's segment
     bottom = np.zeros((n_spm, n_steps))
     centre: dict[tuple[int, int, int], tuple[float, float]] = {}
