@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Mapping as MappingABC
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, Slot, Store
@@ -669,20 +669,44 @@ def mapping_key(nest: LoopNest, arch: MappingArch, m: Mapping) -> tuple:
     return (tuple(m.factors[d] for d in nest.dims), orders)
 
 
+@dataclass
+class SearchTrace:
+    """The best-so-far curve of a search (seed 001 Fig. 5.3): one point ``(samples, seconds, value)`` per
+    improvement of the best valid value, where ``samples`` counts evaluations (distinct mappings scored, including
+    those overflowing a buffer) and ``seconds`` the wall-clock time since the evaluator was built; ``samples`` and
+    ``seconds`` below are the totals when the search stopped."""
+
+    points: list[tuple[int, float, float]] = field(default_factory=list)
+    samples: int = 0
+    seconds: float = 0.0
+
+    def best_at(self, samples: int) -> float:
+        """The best value found within the first ``samples`` evaluations (``inf`` before the first valid one)."""
+        best = math.inf
+        for n, _, v in self.points:
+            if n > samples:
+                break
+            best = v
+        return best
+
+
 class Evaluator:
     """Scores mappings with the cost model, caching by :func:`mapping_key`, counting evaluations (cache misses,
     including capacity-invalid candidates, which skip the cost model) and remembering the best valid mapping.
     ``budget`` (evaluations) and ``time_limit`` (seconds from construction) make :attr:`exhausted` true. ``roots``
-    and ``capacity_limits`` go to the cost model (and its capacity pre-check)."""
+    and ``capacity_limits`` go to the cost model (and its capacity pre-check). ``trace``, if given, records every
+    improvement (:class:`SearchTrace`)."""
 
     def __init__(self, nest: LoopNest, arch: MappingArch, objective: str, *, budget: int | None = None,
                  time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-                 capacity_limits: Limits = None) -> None:
+                 capacity_limits: Limits = None, trace: SearchTrace | None = None) -> None:
         _check_objective(objective)
         self.nest, self.arch, self.objective = nest, arch, objective
         self.roots, self.capacity_limits = roots, capacity_limits
         self.rules = rules  # a constrained space: candidates outside it score inf (counted in rules.rejections)
         self.budget = budget
+        self.trace = trace
+        self.t0 = time.perf_counter()
         self.deadline = None if time_limit is None else time.monotonic() + time_limit
         self.cache: dict[tuple, float] = {}
         self.evaluations = 0
@@ -715,6 +739,10 @@ class Evaluator:
         self.cache[key] = v
         if v < self.best_value:
             self.best_value, self.best = v, m
+            if self.trace is not None:
+                self.trace.points.append((self.evaluations, time.perf_counter() - self.t0, v))
+        if self.trace is not None:
+            self.trace.samples, self.trace.seconds = self.evaluations, time.perf_counter() - self.t0
         return v
 
     def fits(self, factors: MappingABC[str, Sequence[int]]) -> bool:
@@ -731,7 +759,8 @@ class Evaluator:
 # ================================================================================================== random search
 def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples: int, seed: int,
                   time_limit: float | None = None, rules: SpaceRules | None = None, roots: Roots = None,
-                  capacity_limits: Limits = None, initial: Sequence[Mapping] = ()) -> Mapping | None:
+                  capacity_limits: Limits = None, initial: Sequence[Mapping] = (),
+                  trace: SearchTrace | None = None) -> Mapping | None:
     """Timeloop's random mapper: the best valid mapping among ``samples`` random ones (:func:`sample_mapping`:
     uniform random factorizations that respect the spatial axes by construction, random permutations). Samples that
     overflow a buffer are rejected but count as samples, as do repeated ones. Departure from Timeloop's
@@ -739,10 +768,11 @@ def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples:
 
     In a constrained space (``rules``) each sample is projected into it (:meth:`SpaceRules.project`); a sample the
     projection gives up on counts as a sample. ``roots`` and ``capacity_limits`` go to the cost model. ``initial``:
-    mappings scored first (warm starts from similar layers), each counting as a sample."""
+    mappings scored first (warm starts from similar layers), each counting as a sample. ``trace`` records the
+    best-so-far curve (:class:`SearchTrace`)."""
     rng = random.Random(seed)
     ev = Evaluator(nest, arch, objective, time_limit=time_limit, rules=rules, roots=roots,
-                   capacity_limits=capacity_limits)
+                   capacity_limits=capacity_limits, trace=trace)
     for m0 in initial[:samples]:
         if not mapping_errors(nest, arch, m0):
             ev.value(m0)
@@ -999,6 +1029,7 @@ def gamma(
     roots: Roots = None,
     capacity_limits: Limits = None,
     initial: Sequence[Mapping] = (),
+    trace: SearchTrace | None = None,
 ) -> Mapping | None:
     """GAMMA (seed 001 Chapter 4): a genetic algorithm over :class:`Genome` individuals.
 
@@ -1017,7 +1048,7 @@ def gamma(
     ``initial``: mappings to start from (seed 001 §5.3.1's warm start: a similar layer's mapping adapted to this
     one, :mod:`.reuse`): each structurally valid one is scored as given and encoded as one of the first individuals
     (up to ``population``), the rest of the population random as usual. Without ``initial`` the run is exactly the
-    one above.
+    one above. ``trace`` records the best-so-far curve (:class:`SearchTrace`).
 
     Departures from the seed, forced by dlaopt's fixed hierarchy or made for efficiency:
 
@@ -1045,7 +1076,7 @@ def gamma(
         raise ValueError("the population needs at least two individuals")
     rng = random.Random(seed)
     ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit, rules=rules, roots=roots,
-                   capacity_limits=capacity_limits)
+                   capacity_limits=capacity_limits, trace=trace)
     ga = _Gamma(nest, arch, rng, rates, rules, ev)
     num_elites = max(1, int(population * ELITE_RATIO))
     num_parents = max(2, int(population * PARENTS_RATIO))
@@ -1381,8 +1412,8 @@ def map_in_space(method: str, nest: LoopNest, space: LayerSpace, objective: str,
     return best
 
 
-__all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evaluator", "Genome", "SpaceResult",
-           "SpaceRules", "capacity_overflows", "checked_stores", "complete_mapping", "dataflow", "dataflow_mapping",
-           "enumerate_factorizations", "enumerate_spatially_valid", "fit_capacity", "fits", "gamma", "greedy_tiles",
-           "largest_divisor_at_most", "map_in_space", "mapping_key", "pe_array_fanout", "random_orders",
-           "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps"]
+__all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evaluator", "Genome", "SearchTrace",
+           "SpaceResult", "SpaceRules", "capacity_overflows", "checked_stores", "complete_mapping", "dataflow",
+           "dataflow_mapping", "enumerate_factorizations", "enumerate_spatially_valid", "fit_capacity", "fits",
+           "gamma", "greedy_tiles", "largest_divisor_at_most", "map_in_space", "mapping_key", "pe_array_fanout",
+           "random_orders", "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps"]
