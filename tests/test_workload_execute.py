@@ -687,7 +687,8 @@ def test_random_values() -> None:
         random_values(wl, 0, np.uint8)
 
 
-@pytest.mark.parametrize("network", ["lenet5", "resnet-cifar", "lstm", "squeezenet", "mobilenet-v2", "dlrm"])
+@pytest.mark.parametrize("network", ["lenet5", "resnet-cifar", "lstm", "squeezenet", "mobilenet-v2", "shufflenet-v2",
+                                     "dlrm"])
 def test_zoo_network_end_to_end(network: str) -> None:
     wl = ZOO.create(network)
     vals = random_values(wl, 0)

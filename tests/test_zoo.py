@@ -14,7 +14,7 @@ from dlaopt.zoo import ZOO
 EXPECTED_NETWORKS = {
     "cifar-cnn10", "lenet5", "lstm", "minerva", "elu", "large-elu", "resnet-cifar", "vgg-cifar",
     "alexnet", "vgg16", "resnet18", "resnet50", "mobilenet-v2", "googlenet", "mnasnet", "bert-base",
-    "bert-large", "llama-block",
+    "bert-large", "llama-block", "shufflenet-v2",
 }
 
 _CACHE: dict[str, Workload] = {}
@@ -331,6 +331,32 @@ def test_mnasnet_b1():
     assert 312e6 * 0.99 <= wl.total_macs <= 315e6 * 1.01
     assert sum(op.kind == OpKind.DEPTHWISE_CONV2D for op in wl.operators) == 17
     assert wl.macs_by_kind()["matmul"] == 1280 * 1000
+
+
+def test_shufflenet_v2():
+    """MACs summed unit by unit from the architecture (conv_macs per layer), and the shapes that make it ShuffleNet:
+    the channel split, the two-group shuffle and the stage widths."""
+    wl = default("shufflenet-v2")
+    total = conv_macs(112, 3, 24, 3)
+    size, cin = 56, 24
+    for units, out in ((4, 116), (8, 232), (4, 464)):
+        half = out // 2
+        for i in range(units):
+            if i == 0:
+                size //= 2
+                total += conv_macs(size, cin, cin, 3, groups=cin) + conv_macs(size, cin, half, 1)  # branch 1
+                total += conv_macs(2 * size, cin, half, 1)  # branch 2's first 1x1 runs before the stride
+                total += conv_macs(size, half, half, 3, groups=half) + conv_macs(size, half, half, 1)
+            else:
+                total += 2 * conv_macs(size, half, half, 1) + conv_macs(size, half, half, 3, groups=half)
+            cin = out
+    total += conv_macs(7, 464, 1024, 1) + 1024 * 1000
+    assert wl.total_macs == total
+    assert within(total, 146e6, 0.015)  # the paper's 146M for ShuffleNet V2 1x
+    assert sum(op.kind == OpKind.DEPTHWISE_CONV2D for op in wl.operators) == 3 + 16
+    shuffle = wl.op("stage3.5.shuffle.transpose")
+    assert wl.tensors[shuffle.inputs[0]].shape == (1, 2, 116, 14, 14)
+    assert wl.tensors[wl.op("stage4.3.shuffle").outputs[0]].shape == (1, 464, 7, 7)
 
 
 def bert_macs(batch: int, layers: int, s: int, h: int, f: int) -> int:

@@ -47,6 +47,15 @@ ReLU fused), pooling and concatenation are separate operators. MACs at batch 1 w
   (320,3,1,6,1) · conv 1x1 1280 · global average pool · fc 1000. 314,415,872 MACs (convolutions 313,135,872 +
   fc 1,280,000; torchvision quotes 0.31 GFLOPS, i.e. multiply-adds).
 
+``shufflenet-v2`` — Ma et al.'s ShuffleNet V2 at width 1.0 (torchvision ``shufflenet_v2_x1_0``) on 224x224: conv1
+  3x3/2 24 · maxpool 3x3/2 (pad 1) · three stages of 4, 8 and 4 units (116, 232, 464 channels) · conv5 1x1 1024 ·
+  global average pool · fc 1000. A stage's first unit halves the map: branch 1 is a 3x3/2 depthwise conv and a 1x1
+  conv (ReLU) to half the output channels, branch 2 a 1x1 conv (ReLU), a 3x3/2 depthwise conv and a 1x1 conv (ReLU);
+  the other units split the channels in two halves and run branch 2 (stride 1) on the second. Each unit concatenates
+  its branches and shuffles the channels in two groups (reshape, transpose, reshape). 144,907,992 MACs (convolutions
+  143,883,992 + fc 1,024,000); torchvision quotes 0.14 GFLOPS and the paper 146M for ShuffleNet V2 1x (1 % more,
+  not itemised there).
+
 ``squeezenet`` — Iandola et al.'s SqueezeNet as in torchvision, no padding on conv1, 3x3/2 max-pools with ceil-mode
   rounding. A fire module is ``squeeze`` 1x1 → ``expand1x1`` 1x1 and ``expand3x3`` 3x3 (pad 1), concatenated;
   fire2–fire9 have (squeeze, expand) = (16, 64) x2 · (32, 128) x2 · (48, 192) x2 · (64, 256) x2 · conv10 1x1 to
@@ -333,3 +342,44 @@ def squeezenet(*, batch: int = 1, dtype_bytes: int = 2, variant: str = "1.1", im
     x = b.conv2d(x, num_classes, 1, activation="relu", name="conv10")
     x = b.global_pool(x, "avg", name="avgpool")
     return b.build(outputs=[b.flatten(x, name="flatten")])
+
+
+# ------------------------------------------------------------------------------------------------------- ShuffleNet V2
+_SHUFFLENET_V2_STAGES = ((4, 116), (8, 232), (4, 464))  # (units, output channels) of stages 2-4 at width 1.0
+
+
+def _channel_shuffle(b: NetworkBuilder, x: str, groups: int, name: str) -> str:
+    n, c, h, w = b.shape(x)
+    y = b.reshape(x, (n, groups, c // groups, h, w), name=f"{name}.view")
+    y = b.transpose(y, (0, 2, 1, 3, 4), name=f"{name}.transpose")
+    return b.reshape(y, (n, c, h, w), name=f"{name}")
+
+
+def _shuffle_unit(b: NetworkBuilder, x: str, out_ch: int, stride: int, prefix: str) -> str:
+    half = out_ch // 2
+    if stride == 1:
+        left, right = b.split(x, [half, half], axis=1, name=f"{prefix}.split")
+    else:
+        left = b.depthwise_conv2d(x, 3, stride=2, padding=1, name=f"{prefix}.b1.dw")
+        left = b.conv2d(left, half, 1, activation="relu", name=f"{prefix}.b1.pw")
+        right = x
+    y = b.conv2d(right, half, 1, activation="relu", name=f"{prefix}.b2.pw1")
+    y = b.depthwise_conv2d(y, 3, stride=stride, padding=1, name=f"{prefix}.b2.dw")
+    y = b.conv2d(y, half, 1, activation="relu", name=f"{prefix}.b2.pw2")
+    y = b.concat([left, y], axis=1, name=f"{prefix}.concat")
+    return _channel_shuffle(b, y, 2, f"{prefix}.shuffle")
+
+
+@ZOO.register("shufflenet-v2", "ShuffleNet V2 1.0x (torchvision shufflenet_v2_x1_0) on 224x224: channel split, "
+                               "depthwise convs, channel shuffle")
+def shufflenet_v2(*, batch: int = 1, dtype_bytes: int = 2, image_size: int = 224, num_classes: int = 1000) -> Workload:
+    b = new_builder("shufflenet-v2", batch=batch, dtype_bytes=dtype_bytes, image_size=image_size,
+                    num_classes=num_classes)
+    x = b.input("input", (batch, 3, image_size, image_size))
+    x = b.conv2d(x, 24, 3, stride=2, padding=1, activation="relu", name="conv1")
+    x = b.pool(x, "max", 3, stride=2, padding=1, name="maxpool")
+    for s, (units, out_ch) in enumerate(_SHUFFLENET_V2_STAGES, start=2):
+        for i in range(units):
+            x = _shuffle_unit(b, x, out_ch, 2 if i == 0 else 1, f"stage{s}.{i}")
+    x = b.conv2d(x, 1024, 1, activation="relu", name="conv5")
+    return b.build(outputs=[_classifier_head(b, x, num_classes)])
