@@ -21,6 +21,17 @@ cap (``E`` is non-increasing). ``ga_race`` belongs to the per-layer driver
 (:func:`dlaopt.formulations.mapping.layers.run_layer_exact`): a GA racing in another process, whose mapping the
 walk takes through ``incumbents`` (polled before each MILP solve) as soon as it is in.
 
+Power (``energy / latency``, pJ per cycle; seed 001 §4.4.5's second stage) shares the walk's driver
+(:class:`WalkGoal`), under a latency cap ``C`` it needs (without one the least power is the slowest mapping's, a
+question the caps cannot bound): every mapping with latency in ``(a, b]`` has power ``>= E(b) / b``, the walk's upper
+end is ``C`` itself (nothing is dominated by the least-energy mapping's latency: a slower mapping may draw less
+power) and the first point is ``(C, E(C))``. That point already bounds everything: for ``b <= C``, ``E(b) >= E(C)``
+so ``E(b) / b >= E(C) / C``, and bisecting an interval keeps its bound in its upper half. No cap helps after it: the
+walk stops at its first point, proven optimal when a mapping found (the least-energy mapping under ``C``, the warm
+starts, the near cap's) draws at most ``E(C) / C`` within the gap, and otherwise reports that bound (``FEASIBLE``).
+Energy MILPs give no lower bound on a mapping's latency beyond its compute cycles, so a slow, frugal mapping's power
+cannot be bounded any closer this way.
+
 A :class:`~dlaopt.formulations.mapping.space.LayerSpace` (the user's constraints on the layer, for the one
 architecture given) is enforced inside the MILP; warm starts outside it are dropped (neither hints nor caps), and a
 space no mapping satisfies ends ``INFEASIBLE``.
@@ -37,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch
-from dlaopt.formulations.mapping.cost import evaluate_mapping
+from dlaopt.formulations.mapping.cost import Figures, evaluate_mapping
 from dlaopt.formulations.mapping.loopnest import LoopNest
 from dlaopt.formulations.mapping.mapping import Mapping
 from dlaopt.formulations.mapping.milp import UTILIZATION_TOLERANCE, MappingMilp, effective_capacity, restricts
@@ -156,12 +167,20 @@ def outside_space(nest: LoopNest, arch: MappingArch, space: LayerSpace | None, m
     return out
 
 
+def figure(r: Figures, objective: str) -> float:
+    """``objective`` of a cost report: energy, latency, edp, or power (``energy / latency``, pJ per cycle; times
+    the clock in GHz it is mW)."""
+    if objective == "power":
+        return r.energy_pj / r.latency_cycles
+    return r.objective(objective)
+
+
 def _value(nest: LoopNest, arch: MappingArch, m: Mapping | None, objective: str, roots: RootsArg = None,
            capacity_limits: LimitsArg = None) -> float | None:
     if m is None:
         return None
     r = evaluate_mapping(nest, arch, m, roots=roots, capacity_limits=capacity_limits)
-    return r.objective(objective) if r.valid else None
+    return figure(r, objective) if r.valid else None
 
 
 def solve_single(nest: LoopNest, arch: MappingArch, objective: str, *, warm: Mapping | None,
@@ -254,36 +273,71 @@ def solve_layer(nest: LoopNest, arch: MappingArch, objective: str, *, warm: list
                 options: SolveOptions | None = None, solver: str = "highs", max_solves: int = 500,
                 space: LayerSpace | None = None, roots: RootsArg = None,
                 capacity_limits: LimitsArg = None, tuning: MappingABC[str, bool] | None = None,
-                incumbents: Incumbents | None = None) -> LayerExact:
-    """The optimum of one layer for ``objective`` (energy, latency or edp) on ``arch``, among the mappings that
-    keep ``space`` (its factor bounds, spatial allowances, order chains and minimum utilization; its ``archs`` are
-    the caller's business). Warm starts outside the space are ignored. ``roots`` (operand -> the level its chain
-    ends at) and ``capacity_limits`` ((level, memory) -> bytes) are the cost model's
-    (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`). ``tuning``: the EDP walk's levers
+                incumbents: Incumbents | None = None, latency_limit: float | None = None) -> LayerExact:
+    """The optimum of one layer for ``objective`` (energy, latency, edp, or power: ``energy / latency`` in pJ per
+    cycle) on ``arch``, among the mappings that keep ``space`` (its factor bounds, spatial allowances, order chains
+    and minimum utilization; its ``archs`` are the caller's business) and, with ``latency_limit``, whose latency is
+    at most it (power needs one: ValueError without). Warm starts outside the space or over the limit are ignored.
+    ``roots`` (operand -> the level its chain ends at) and ``capacity_limits`` ((level, memory) -> bytes) are the
+    cost model's (:func:`~dlaopt.formulations.mapping.cost.evaluate_mapping`). ``tuning``: the walk's levers
     (:data:`dlaopt.specs.mapping.EXACT_LEVERS`; a lever missing is off, so ``None`` is the walk without any).
-    ``incumbents``: polled by the EDP walk before each of its MILP solves; the mappings it returns (e.g. a heuristic
-    racing in another process) are offered as incumbents (those invalid or outside ``space`` are ignored) and so
-    cut the value tables of the solves after them and end the walk sooner. The caller offers them after the solve
-    as well (energy and latency make a single solve, which does not poll)."""
+    ``incumbents``: polled by the walk (edp, power) before each of its MILP solves; the mappings it returns (e.g. a
+    heuristic racing in another process) are offered as incumbents (those invalid, outside ``space`` or over the
+    limit are ignored) and so cut the value tables of the solves after them and end the walk sooner. The caller
+    offers them after the solve as well (energy and latency make a single solve, which does not poll)."""
     options = options or SolveOptions()
-    warm = [m for m in (warm or [])
-            if _value(nest, arch, m, objective, roots, capacity_limits) is not None
-            and not outside_space(nest, arch, space, m)]
+    if objective not in ("energy", "latency", "edp", "power"):
+        raise ValueError(f"unknown mapping objective '{objective}'")
+    if objective == "power" and latency_limit is None:
+        raise ValueError("power needs a latency limit: without one the least power is that of the slowest mapping, "
+                         "which latency caps cannot bound")
+
+    def fits(m: Mapping) -> bool:
+        if _value(nest, arch, m, objective, roots, capacity_limits) is None or outside_space(nest, arch, space, m):
+            return False
+        return latency_limit is None or (_value(nest, arch, m, "latency", roots, capacity_limits)
+                                         or math.inf) <= latency_limit
+    warm = [m for m in (warm or []) if fits(m)]
     best_warm = min(warm, key=lambda m: _value(nest, arch, m, objective, roots, capacity_limits)) if warm else None  # type: ignore[arg-type,return-value]
     if objective in ("energy", "latency"):
         return solve_single(nest, arch, objective, warm=best_warm, options=options, solver=solver, space=space,
-                            roots=roots, capacity_limits=capacity_limits)
-    if objective != "edp":
-        raise ValueError(f"unknown mapping objective '{objective}'")
-    return _solve_edp(nest, arch, warm, options, solver, max_solves, space, roots, capacity_limits, tuning,
-                      incumbents)
+                            roots=roots, capacity_limits=capacity_limits, latency_limit=latency_limit)
+    return _walk(WALK_GOALS[objective], nest, arch, warm, options, solver, max_solves, space, roots, capacity_limits,
+                 tuning, incumbents, latency_limit)
 
 
-def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
-               max_solves: int, space: LayerSpace | None = None, roots: RootsArg = None,
-               capacity_limits: LimitsArg = None, tuning: MappingABC[str, bool] | None = None,
-               incumbents: Incumbents | None = None) -> LayerExact:
-    """EDP by bisection over latency caps (see the module docstring); ``tuning`` switches the levers on."""
+@dataclass(frozen=True)
+class WalkGoal:
+    """What the walk over latency caps minimises, and what it may conclude about an interval of latencies
+    ``(lo, hi]`` whose least energy is at least ``e`` (see the module docstring).
+
+    ``name``: the objective the incumbents are valued by. ``interval``: the least value any mapping with latency in
+    ``(lo, hi]`` may have (EDP ``e * lo``; power ``e / hi``). ``cut``: the energy above which no mapping under latency
+    cap ``cap`` beats the incumbent ``best``, given the least latency ``l_min`` (EDP ``best / l_min``; power ``best *
+    cap``). ``slower_dominated``: a mapping slower than the least-energy one is worse (EDP), so the walk ends at that
+    mapping's latency once its energy is proven; otherwise the walk ends at the latency cap. ``bisects``: bisecting an
+    interval can raise its bound (EDP: the lower half's ``lo`` rises; power: the upper half keeps ``e / hi``, so a
+    walk that bisects cannot prove more than its first point)."""
+
+    name: str
+    interval: Callable[[float, float, float], float]
+    cut: Callable[[float, float, float | None], float | None]
+    slower_dominated: bool
+    bisects: bool
+
+
+EDP_GOAL = WalkGoal("edp", lambda e, lo, hi: e * lo, lambda best, l_min, cap: best / l_min, True, True)
+POWER_GOAL = WalkGoal("power", lambda e, lo, hi: e / hi,
+                      lambda best, l_min, cap: None if cap is None else best * cap, False, False)
+WALK_GOALS: dict[str, WalkGoal] = {"edp": EDP_GOAL, "power": POWER_GOAL}
+
+
+def _walk(goal: WalkGoal, nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: SolveOptions, solver: str,
+          max_solves: int, space: LayerSpace | None = None, roots: RootsArg = None,
+          capacity_limits: LimitsArg = None, tuning: MappingABC[str, bool] | None = None,
+          incumbents: Incumbents | None = None, cap: float | None = None) -> LayerExact:
+    """``goal`` (EDP or power) by bisection over latency caps, under latency cap ``cap`` if given (see the module
+    docstring); ``tuning`` switches the levers on."""
     t0 = time.perf_counter()
     lever = dict(tuning or {})
     near_first, tight_top = lever.get("near_first", False), lever.get("tight_top", False)
@@ -299,8 +353,8 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
 
     def offer(m: Mapping | None) -> None:
         nonlocal best_m, best
-        v = value(m, "edp")
-        if v is not None and v < best:
+        v = value(m, goal.name)
+        if v is not None and v < best and (cap is None or (value(m, "latency") or math.inf) <= cap):
             best_m, best = m, v
 
     def take() -> None:
@@ -323,19 +377,19 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     trace: list[TracePoint] = []
     solves = 0
 
-    def energy_under(cap: float | None, share: float = 1.0) -> LayerExact:
-        """The energy MILP under latency cap ``cap``, warm-started from the best mapping within it, its energy
-        tables cut where the EDP could no longer beat the best; within ``share`` of the time left."""
+    def energy_under(sub_cap: float | None, share: float = 1.0) -> LayerExact:
+        """The energy MILP under latency cap ``sub_cap``, warm-started from the best mapping within it, its energy
+        tables cut where the goal could no longer beat the best; within ``share`` of the time left."""
         nonlocal solves
         take()
         fitting = [m for m in ([best_m] if best_m is not None else []) + warm
-                   if cap is None or (value(m, "latency") or math.inf) <= cap]
+                   if sub_cap is None or (value(m, "latency") or math.inf) <= sub_cap]
         tl = left()
         sub = solve_single(nest, arch, "energy", warm=fitting[0] if fitting else None,
                            options=_with_time(options, None if tl is None else tl * share), solver=solver,
-                           latency_limit=cap,
-                           energy_cap=best / l_lb if math.isfinite(best) else None, space=space, roots=roots,
-                           capacity_limits=capacity_limits)
+                           latency_limit=sub_cap,
+                           energy_cap=goal.cut(best, l_lb, sub_cap) if math.isfinite(best) else None, space=space,
+                           roots=roots, capacity_limits=capacity_limits)
         solves += sub.solves
         note(sub)
         offer(sub.mapping)
@@ -350,33 +404,38 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
     if lmin.status == Status.INFEASIBLE and best_m is None:
         return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
                           lmin.message or "no mapping satisfies the constraints")
+    if cap is not None and lmin.bound is not None and lmin.bound > cap and best_m is None:
+        return LayerExact(None, None, None, None, Status.INFEASIBLE, time.perf_counter() - t0, solves,
+                          f"no mapping is as fast as the latency cap {cap:g} (least latency >= {lmin.bound:g})")
     if lmin.mapping is None or lmin.bound is None or not 0 < lmin.bound < math.inf:  # no (positive) bound yet
         return LayerExact(best_m, best if best_m else None, None, None,
                           Status.NO_SOLUTION if best_m is None else Status.FEASIBLE, time.perf_counter() - t0, solves,
                           "no mapping found for the least latency")
     offer(lmin.mapping)
     l_lb = lmin.bound  # no mapping is faster
-    # near_first: a first cap just above the least latency, solved before the least energy (whose tables the EDP
-    # of the mapping it finds then cuts)
-    near_cap = l_lb * (1 + NEAR_STEP) if near_first else None
+    # near_first: a first cap just above the least latency (below the latency cap), solved before the least energy
+    # (whose tables the value of the mapping it finds then cuts)
+    near_cap = l_lb * (1 + NEAR_STEP) if near_first and (cap is None or l_lb * (1 + NEAR_STEP) < cap) else None
     near = energy_under(near_cap, NEAR_SHARE) if near_cap is not None else None
-    top = energy_under(None)  # the least energy at any latency
+    top = energy_under(cap)  # the least energy at any latency (within the cap)
     if top.mapping is None or top.bound is None:
         return LayerExact(best_m, best, None, None, Status.FEASIBLE, time.perf_counter() - t0, solves,
                           "no mapping found for the least energy")
-    # points (cap, e): every mapping with latency <= cap has energy >= e. Mappings slower than the least-energy
-    # mapping are dominated by it. Interval (c[i-1], c[i]] has EDP >= e[i] * c[i-1].
+    # points (cap, e): every mapping with latency <= cap has energy >= e; interval (c[i-1], c[i]] is bounded by
+    # goal.interval(e[i], c[i-1], c[i]). EDP: mappings slower than the least-energy mapping are dominated by it.
     l_top = value(top.mapping, "latency")
     assert l_top is not None
-    e_min = top.bound  # no mapping uses less energy
+    e_min = top.bound  # no mapping (within the cap) uses less energy
+    # the walk's upper end: the least-energy mapping's latency when it dominates everything slower, else the cap
+    # (EDP without a cap: when the least energy is not proven, mappings slower than the one found are not dominated
+    # by it; they keep the energy bound, and nothing slower than best / e_min beats the best (bisected up to there))
+    end = l_top if goal.slower_dominated and top.status == Status.OPTIMAL else (math.inf if cap is None else cap)
     points: list[tuple[float, float]] = [(l_top, top.bound)]
-    if top.status != Status.OPTIMAL:
-        # the least energy is not proven: mappings slower than the one found are not dominated by it; they keep the
-        # energy bound, and nothing slower than best / e_min beats the best (bisected up to there)
-        points.append((math.inf, e_min))
+    if end > l_top:
+        points.append((end, e_min))
     status, message = Status.OPTIMAL, ""
     exact_points = top.status == Status.OPTIMAL
-    if near is not None and near_cap is not None and (near_cap < l_top or top.status != Status.OPTIMAL):
+    if near is not None and near_cap is not None and near_cap < end:
         found: list[tuple[float, float]] = []
         if near.status == Status.INFEASIBLE or (near.mapping is None and near.status == Status.OPTIMAL):
             found.append((near_cap, math.inf))
@@ -388,7 +447,7 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
                 found.append((l_near, near.bound))
         points = sorted(points + found)
 
-    closed: set[tuple[float, float]] = set()  # points that close their interval at the best EDP (no energy bound)
+    closed: set[tuple[float, float]] = set()  # points that close their interval at the best (no energy bound)
 
     def interval_bounds() -> list[float]:
         lows = [l_lb] + [c for c, _ in points[:-1]]
@@ -396,12 +455,12 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         floor_e = 0.0  # tight_top: a cap's energy bound holds below every larger cap too (a closed mark does not)
         for (c, e), lo in reversed(list(zip(points, lows, strict=True))):
             if not tight_top:
-                out.append(e * lo)
+                out.append(goal.interval(e, lo, c))
             elif (c, e) in closed:
-                out.append(max(floor_e, e) * lo)
+                out.append(goal.interval(max(floor_e, e), lo, c))
             else:
                 floor_e = max(floor_e, e)
-                out.append(floor_e * lo)
+                out.append(goal.interval(floor_e, lo, c))
         return out[::-1]
 
     while True:
@@ -412,6 +471,10 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         lower = min(bounds[i], best)
         trace.append(TracePoint(time.perf_counter() - t0, best, lower))
         if bounds[i] >= best * (1 - options.mip_rel_gap):
+            break
+        if not goal.bisects:
+            status, message = Status.FEASIBLE, (f"no mapping found reaches the {goal.name} bound of the least energy "
+                                                "under the latency cap (latency caps bound it no closer)")
             break
         lo, (hi, _) = lows[i], points[i]
         if tight_top or math.isinf(hi):
@@ -450,7 +513,8 @@ def _solve_edp(nest: LoopNest, arch: MappingArch, warm: list[Mapping], options: 
         message = "some energy bounds within the MILP gap"
     if failure:
         status, message = Status.ERROR, failure
-    return LayerExact(best_m, best, None, bound, status, time.perf_counter() - t0, solves, message, {}, trace)
+    return LayerExact(best_m, best if best_m is not None else None, None, bound, status, time.perf_counter() - t0,
+                      solves, message, {}, trace)
 
 
 def _with_time(options: SolveOptions, t: float | None) -> SolveOptions:
@@ -459,4 +523,5 @@ def _with_time(options: SolveOptions, t: float | None) -> SolveOptions:
     return o
 
 
-__all__ = ["HIGHS_TOLERANCES", "LayerExact", "outside_space", "solve_layer", "solve_single"]
+__all__ = ["EDP_GOAL", "HIGHS_TOLERANCES", "POWER_GOAL", "WALK_GOALS", "LayerExact", "WalkGoal", "figure",
+           "outside_space", "solve_layer", "solve_single"]
