@@ -127,15 +127,29 @@ class Link:
         return len(self.axes) == 2
 
 
+ARRAY_AXIS = "array"  # the name of the scale-out fanout over the identical PE-array instances
+
+
 @dataclass(frozen=True)
 class PEArray:
-    """A spatial array of processing elements. ``axes`` are (name, size) pairs, e.g. (("rows", 16), ("cols", 16));
-    ``links`` forward operands between neighbouring PEs (at most one link per operand)."""
+    """A spatial array of processing elements, optionally replicated. ``axes`` are (name, size) pairs of one array,
+    e.g. (("rows", 16), ("cols", 16)); ``links`` forward operands between neighbouring PEs of one array (at most one
+    link per operand).
+
+    ``arrays`` identical instances of that array work side by side (a scale-out accelerator such as Simba or Tetris,
+    seed 001 Table 4.3's S3: "multiple 2D PE array instances, enabling parallelism across PE arrays"): a third level
+    of parallelism above the array's own axes, the spatial axis :data:`ARRAY_AXIS` of size ``arrays`` in the mapping
+    view. Links never cross from one array to another.
+
+    Counts are over the whole accelerator: :attr:`num_pes` = ``arrays`` x :attr:`pes_per_array` (what a memory
+    replicated once per PE has as ``instances``), :attr:`peak_macs_per_cycle` = ``num_pes`` x
+    ``macs_per_pe_per_cycle`` (the rate other problems divide MACs by) and :attr:`lanes` defaults to ``num_pes``."""
 
     axes: tuple[tuple[str, int], ...]
     macs_per_pe_per_cycle: int = 1
     vector_lanes: int | None = None  # element operations per cycle for non-MAC operators (default: number of PEs)
     links: tuple[Link, ...] = ()
+    arrays: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "axes", tuple((str(n), int(s)) for n, s in self.axes))
@@ -144,7 +158,12 @@ class PEArray:
             raise ValueError("PE array needs at least one axis, every axis size positive")
         if self.macs_per_pe_per_cycle <= 0:
             raise ValueError("macs_per_pe_per_cycle must be positive")
+        if isinstance(self.arrays, bool) or not isinstance(self.arrays, int) or self.arrays <= 0:
+            raise ValueError(f"arrays (identical PE-array instances) must be a positive integer, got {self.arrays!r}")
         names = [n for n, _ in self.axes]
+        if ARRAY_AXIS in names:
+            raise ValueError(f"a PE-array axis may not be named '{ARRAY_AXIS}' (the name of the axis across the array "
+                             "instances)")
         seen: set[str] = set()
         for link in self.links:
             for a in link.axes:
@@ -155,11 +174,18 @@ class PEArray:
             seen.add(link.operand)
 
     @property
-    def num_pes(self) -> int:
+    def pes_per_array(self) -> int:
+        """PEs of one array instance: the product of the axis sizes."""
         return math.prod(s for _, s in self.axes)
 
     @property
+    def num_pes(self) -> int:
+        """PEs of the whole accelerator, over all ``arrays`` instances."""
+        return self.arrays * self.pes_per_array
+
+    @property
     def peak_macs_per_cycle(self) -> int:
+        """MACs per cycle of the whole accelerator (every PE of every array busy)."""
         return self.num_pes * self.macs_per_pe_per_cycle
 
     @property

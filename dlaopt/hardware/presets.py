@@ -13,6 +13,20 @@ Sources of the numbers:
   are stored per byte (half the per-access figure); NoC energy is charged per byte moved into or out of a PE's RF.
 * ``gamma-edge`` / ``gamma-cloud`` — GAMMA's platforms (seed 001, Table 4.2): 168 PEs, 512 B local (SL) per PE,
   108 KB global (SG); 65,536 PEs, 4 MiB of local buffers in total (64 B per PE), 24 MiB global. Energies as Eyeriss.
+  The parameter ``system`` picks the target system of Table 4.3 (same PEs and buffers in all three):
+
+  - ``"s1"`` (default) — fixed 2-D array: 12x14 (Eyeriss' shape) and 256x256 (a TPU's); two levels of parallelism,
+    one per axis. The accelerator keeps the plain names ``gamma-edge`` / ``gamma-cloud``.
+  - ``"s2"`` — flexible aspect ratio (§4.4.3): the array is one axis ``pes`` of all N PEs. Any rows x cols shape
+    within N PEs maps onto it (a mapping on r x c fits the one axis, one with a row part rho fits rho x N//rho; the
+    argument of :mod:`dlaopt.formulations.mapping.flexibility`, "Shape"), so one or two parallel dimensions are one
+    axis' factors. Departure: the axis may also carry more than two dimensions, which GAMMA's S2 does not allow.
+  - ``"s3"`` — scale-out (§4.4.4, Simba/Tetris-like): ``arrays`` identical flexible arrays of N/``arrays`` PEs each
+    (``PEArray.arrays``), sharing the global buffer, each PE with its local buffer: the fanout into the local
+    buffers is ``pes`` x ``array``, a third level of parallelism across the arrays. The chapter does not give the
+    split: dlaopt's defaults are 4 arrays x 42 PEs (edge) and 16 arrays x 4096 PEs (cloud) (``arrays=0``).
+
+  Named ``gamma-<platform>-s2`` / ``-s3``; ``arrays`` must be 0 (or 1) unless ``system`` is ``"s3"``.
 * ``accel-a`` / ``accel-b`` — Demystifying-MSE's accelerators (seed 001, Table 5.1): 512 KB shared buffer, 64 KB
   private buffer per PE, 256 PEs, 1 ALU per PE; 64 KB shared, 256 B private per PE, 256 PEs, 4 ALUs per PE. The
   table gives no energies or bandwidths: the Eyeriss normalised energies are used (a 64 KB private buffer is charged
@@ -120,21 +134,26 @@ def _spatial_accelerator(
     global_bytes_per_cycle: float,
     clock_mhz: float,
     params: dict[str, object],
+    axes: tuple[tuple[str, int], ...] | None = None,
+    arrays: int = 1,
 ) -> Accelerator:
     """DRAM -> shared global buffer -> a private buffer per PE -> ``alus`` MAC units per PE. Energies are given per
-    16-bit access (the normalised Eyeriss scale) and stored per byte."""
-    if min(rows, cols, local_bytes, global_bytes, alus) <= 0:
+    16-bit access (the normalised Eyeriss scale) and stored per byte. The PE array is ``rows`` x ``cols``, or one
+    array of ``axes`` replicated ``arrays`` times (a scale-out array sharing the global buffer)."""
+    axes = (("rows", rows), ("cols", cols)) if axes is None else axes
+    if min(*(n for _, n in axes), local_bytes, global_bytes, alus, arrays) <= 0:
         raise ValueError("sizes must be positive")
+    pe_array = PEArray(axes, macs_per_pe_per_cycle=alus, arrays=arrays)
     # a private buffer feeds its ALUs every cycle: per ALU, 3 words read (input, weight, partial sum) and 1 written,
     # plus as much again for fills from the global buffer
     return Accelerator(
         name=name,
-        pe_array=PEArray((("rows", rows), ("cols", cols)), macs_per_pe_per_cycle=alus),
+        pe_array=pe_array,
         memories=(
             _dram(dram_bytes_per_cycle, energy=dram_energy / 2),
             Memory("glb", MemoryKind.SCRATCHPAD, global_bytes, bandwidth_bytes_per_cycle=global_bytes_per_cycle,
                    read_energy_pj_per_byte=global_energy / 2, write_energy_pj_per_byte=global_energy / 2),
-            Memory("local", MemoryKind.REGISTER, local_bytes, instances=rows * cols,
+            Memory("local", MemoryKind.REGISTER, local_bytes, instances=pe_array.num_pes,
                    bandwidth_bytes_per_cycle=6.0 * alus, write_bandwidth_bytes_per_cycle=4.0 * alus,
                    read_energy_pj_per_byte=local_energy / 2, write_energy_pj_per_byte=local_energy / 2,
                    network_energy_pj_per_byte=noc_energy / 2),
@@ -234,17 +253,70 @@ def _register_spatial(name: str, title: str, description: str, *, dram: float, c
     PRESETS.register(name, title)(factory)
 
 
-_register_spatial(
-    "gamma-edge", "GAMMA edge platform (seed 001 Table 4.2): 168 PEs, 512 B local, 108 KB global",
-    "GAMMA's edge platform (seed 001, Table 4.2): 12x14 PEs, 512 B local buffer per PE, 108 KB global buffer; "
-    "Eyeriss normalised energies",
-    dram=16.0, clock=200.0, rows=12, cols=14, local_bytes=512, global_bytes=108 * KiB, global_bytes_per_cycle=64.0)
-_register_spatial(
-    "gamma-cloud", "GAMMA cloud platform (seed 001 Table 4.2): 65,536 PEs, 4 MiB local, 24 MiB global",
-    "GAMMA's cloud platform (seed 001, Table 4.2): 256x256 PEs, 4 MiB of local buffers (64 B per PE), 24 MiB global "
-    "buffer; Eyeriss normalised energies",
-    dram=1024.0, clock=940.0, rows=256, cols=256, local_bytes=64, global_bytes=24 * MiB,
-    global_bytes_per_cycle=4096.0)
+GAMMA_SYSTEMS = ("s1", "s2", "s3")
+GAMMA_PLATFORMS: dict[str, dict[str, Any]] = {
+    # seed 001 Table 4.2; S1's aspect ratio (Eyeriss' 12x14, a TPU's 256x256) and S3's default split are dlaopt's
+    "edge": {"pes": 168, "shape": (12, 14), "arrays": 4, "local_bytes": 512, "global_bytes": 108 * KiB,
+             "global_bytes_per_cycle": 64.0, "dram": 16.0, "clock": 200.0},
+    "cloud": {"pes": 65_536, "shape": (256, 256), "arrays": 16, "local_bytes": 64, "global_bytes": 24 * MiB,
+              "global_bytes_per_cycle": 4096.0, "dram": 1024.0, "clock": 940.0},
+}
+
+
+def gamma_accelerator(platform: str, *, system: str = "s1", arrays: int = 0, dram_bytes_per_cycle: float | None = None,
+                      clock_mhz: float | None = None) -> Accelerator:
+    """GAMMA's ``platform`` ("edge" or "cloud", seed 001 Table 4.2) as target ``system`` of Table 4.3 (module
+    docstring: ``gamma-edge``); ``arrays`` is S3's number of PE arrays (0: the platform's default, 4 on edge, 16 on
+    cloud; it must divide the platform's PEs)."""
+    if platform not in GAMMA_PLATFORMS:
+        raise ValueError(f"unknown GAMMA platform {platform!r} (expected edge or cloud)")
+    hw = GAMMA_PLATFORMS[platform]
+    system = str(system).lower()
+    if system not in GAMMA_SYSTEMS:
+        raise ValueError(f"system must be one of {', '.join(GAMMA_SYSTEMS)} (seed 001 Table 4.3), not {system!r}")
+    n: int = hw["pes"]
+    if system != "s3" and arrays not in (0, 1):
+        raise ValueError(f"arrays is S3's number of PE arrays; system {system} has one array (use system 's3')")
+    count = (hw["arrays"] if arrays == 0 else arrays) if system == "s3" else 1
+    if count <= 0 or n % count:
+        raise ValueError(f"arrays must be a positive divisor of the platform's {n} PEs, got {arrays}")
+    rows, cols = hw["shape"]
+    axes = (("rows", rows), ("cols", cols)) if system == "s1" else (("pes", n // count),)
+    dram = hw["dram"] if dram_bytes_per_cycle is None else dram_bytes_per_cycle
+    clock = hw["clock"] if clock_mhz is None else clock_mhz
+    shape = {"s1": f"a fixed {rows}x{cols} array",
+             "s2": "one flexible array (any aspect ratio, one or two parallel dimensions, §4.4.3)",
+             "s3": f"{count} flexible arrays of {n // count} sharing the global buffer (scale-out, §4.4.4; the "
+                   "split is dlaopt's choice)"}[system]
+    local = {"edge": "512 B local buffer per PE", "cloud": "4 MiB of local buffers (64 B per PE)"}[platform]
+    glob = {"edge": "108 KB global buffer", "cloud": "24 MiB global buffer"}[platform]
+    description = (f"GAMMA's {platform} platform as {system.upper()} (seed 001, Table 4.2 and Table 4.3): {n:,} PEs "
+                   f"in {shape}, {local}, {glob}; Eyeriss normalised energies")
+    name = f"gamma-{platform}" + ("" if system == "s1" else f"-{system}")
+    return _spatial_accelerator(
+        name, description, rows=rows, cols=cols, axes=axes, arrays=count, local_bytes=hw["local_bytes"],
+        global_bytes=hw["global_bytes"], global_bytes_per_cycle=hw["global_bytes_per_cycle"],
+        dram_bytes_per_cycle=dram, clock_mhz=clock,
+        params={"dram_bytes_per_cycle": dram, "clock_mhz": clock, "system": system, "arrays": count})
+
+
+@PRESETS.register("gamma-edge", "GAMMA edge platform (seed 001 Tables 4.2-4.3): 168 PEs, 512 B local, 108 KB global; "
+                  "system s1 (12x14), s2 (flexible) or s3 (scale-out)")
+def gamma_edge(*, system: str = "s1", arrays: int = 0, dram_bytes_per_cycle: float = GAMMA_PLATFORMS["edge"]["dram"],
+               clock_mhz: float = GAMMA_PLATFORMS["edge"]["clock"]) -> Accelerator:
+    return gamma_accelerator("edge", system=system, arrays=arrays, dram_bytes_per_cycle=dram_bytes_per_cycle,
+                             clock_mhz=clock_mhz)
+
+
+@PRESETS.register("gamma-cloud", "GAMMA cloud platform (seed 001 Tables 4.2-4.3): 65,536 PEs, 4 MiB local, 24 MiB "
+                  "global; system s1 (256x256), s2 (flexible) or s3 (scale-out)")
+def gamma_cloud(*, system: str = "s1", arrays: int = 0,
+                dram_bytes_per_cycle: float = GAMMA_PLATFORMS["cloud"]["dram"],
+                clock_mhz: float = GAMMA_PLATFORMS["cloud"]["clock"]) -> Accelerator:
+    return gamma_accelerator("cloud", system=system, arrays=arrays, dram_bytes_per_cycle=dram_bytes_per_cycle,
+                             clock_mhz=clock_mhz)
+
+
 _register_spatial(
     "accel-a", "Demystifying-MSE Accel-A (seed 001 Table 5.1): 256 PEs, 64 KB private, 512 KB shared",
     "Accel-A (seed 001, Table 5.1): 16x16 PEs with 1 ALU, 64 KB private buffer per PE, 512 KB shared buffer; Eyeriss "

@@ -581,6 +581,7 @@ def _build_inline_hardware(hdoc: Mapping[str, Any]) -> Accelerator:
             macs_per_pe_per_cycle=pe.get("macs_per_pe_per_cycle", 1),
             vector_lanes=pe.get("vector_lanes"),
             links=links,
+            arrays=int(pe.get("arrays", 1)),  # the schema admits integral numbers only (2.0 among them)
         )
     except ValueError as exc:
         raise InputError(str(exc), path=("hardware", "pe_array")) from None

@@ -327,6 +327,9 @@ def _defs() -> dict[str, Any]:
                     },
                 },
                 "macs_per_pe_per_cycle": _positive_int("MACs per PE per cycle."),
+                "arrays": _positive_int("Identical instances of this array working side by side (a scale-out "
+                                        "accelerator, seed 001 Table 4.3's S3; default 1): the mapping problem "
+                                        "gets a spatial axis 'array' across them; PE counts are over all arrays."),
                 "vector_lanes": _positive_int("Element operations per cycle of non-MAC operators."),
                 "links": {
                     "type": "array",

@@ -82,6 +82,9 @@ def template_of(acc: Accelerator, path: KeyPath = ("hardware",)) -> Template:
     shared = [m for m in on_chip if m not in per_pe]
     expected = ("main memory, at most one shared on-chip buffer (L2) and one per-PE buffer (L1), e.g. the "
                 "'gamma-edge' preset")
+    if acc.pe_array.arrays != 1:
+        raise InputError(f"co-design sizes one PE array; the template accelerator '{acc.name}' has "
+                         f"{acc.pe_array.arrays} (a scale-out array)", path=path, expected="one PE array (arrays: 1)")
     if len(per_pe) != 1:
         raise InputError(f"co-design needs exactly one per-PE buffer in the template accelerator '{acc.name}', "
                          f"found {len(per_pe)}", path=path, expected=expected)

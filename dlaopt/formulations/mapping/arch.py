@@ -4,15 +4,27 @@ hardware tree, flattened to one path since all instances of a level are identica
 Levels are indexed from the innermost (0, next to the MACs) to the outermost (main memory). A level holds one or
 more *stores* — physical memories serving disjoint operand sets (one store for a shared buffer; one per operand for
 a partitioned one, e.g. a TPU's unified buffer, accumulators and weight FIFO) — and is replicated ``instances``
-times. Below each level sits a *fanout* to the next inner level: the spatial axes (one or two) over which its
+times. Below each level sits a *fanout* to the next inner level: the spatial axes (one or more) over which its
 instances are laid out; below level 0 sits the MAC fanout (MAC units sharing the innermost level, e.g. the ALUs of
 a PE). A mapping has a temporal slot per level and a spatial slot per fanout axis (:meth:`MappingArch.slots`).
 
 Built from the shared :class:`~dlaopt.hardware.model.Accelerator` by :func:`arch_from_accelerator`: consecutive
-memories with the same instance count and disjoint operand sets form one level; the PE array's axes form the fanout
-into the first level replicated once per PE (or the MAC fanout when no level is per PE); ``macs_per_pe_per_cycle``
-MAC units per PE form a further MAC fanout axis. The PE array's neighbour links (:class:`~dlaopt.hardware.model.Link`)
-become :class:`ArchLink` objects on the spatial slots of the PE axes (their semantics: :mod:`.cost`, "PE-to-PE links").
+memories with the same instance count and disjoint operand sets form one level; the ratio of a level's instances to
+those of the level above is the fanout into it:
+
+* the PE array's axes form the fanout into the first level replicated once per PE (or the MAC fanout when no level
+  is per PE); ``macs_per_pe_per_cycle`` MAC units per PE form a further MAC fanout axis;
+* a scale-out accelerator (``PEArray.arrays`` = ``A`` > 1 identical arrays, seed 001 Table 4.3's S3) adds the axis
+  ``("array", A)`` (:data:`~dlaopt.hardware.model.ARRAY_AXIS`). It is the fanout into a level replicated once per
+  array (Simba's global buffer per chiplet), under which the PE axes fan out to the per-PE level (or form the MAC
+  fanout, when no level is per PE). Without a per-array level it follows the PE axes in the fanout into the per-PE
+  level — three spatial axes for a 2-D array (GAMMA's platforms: one shared global buffer, a local buffer per PE) —
+  or in the MAC fanout when no level is per PE either;
+* any other ratio is one anonymous axis ``x<i>`` (``i``: the level's index from main memory).
+
+With ``arrays`` = 1 there is no array axis and the view is that of a single array. The PE array's neighbour links
+(:class:`~dlaopt.hardware.model.Link`) become :class:`ArchLink` objects on the spatial slots of the PE axes only —
+never the array axis: links join PEs of one array (their semantics: :mod:`.cost`, "PE-to-PE links").
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from dlaopt.hardware.model import Accelerator, MemoryKind
+from dlaopt.hardware.model import ARRAY_AXIS, Accelerator, MemoryKind
 
 TEMPORAL = "temporal"
 SPATIAL = "spatial"
@@ -175,10 +187,13 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
             groups.append([m])
     if groups[0][0].kind != MemoryKind.DRAM or groups[0][0].mapping_operands != frozenset({"I", "W", "O"}):
         raise ValueError(f"accelerator '{acc.name}': main memory must keep every operand")
+    arrays = acc.pe_array.arrays
+    per_array = acc.pe_array.pes_per_array
     num_pes = acc.pe_array.num_pes
     pe_axes = acc.pe_array.axes
+    array_axis = ((ARRAY_AXIS, arrays),) if arrays > 1 else ()
     outer_first: list[Level] = []
-    pe_fanout_used = False
+    pe_fanout_used = array_fanout_used = False
     pe_level = -1  # outer-first index of the level replicated once per PE (whose fanout the PE axes are)
     prev_instances = 1
     for g in groups:
@@ -189,8 +204,15 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
         ratio = inst // prev_instances
         if ratio == 1:
             fanout: tuple[tuple[str, int], ...] = ()
-        elif ratio == num_pes and not pe_fanout_used:
-            fanout, pe_fanout_used = pe_axes, True
+        elif arrays > 1 and not array_fanout_used and not pe_fanout_used and prev_instances == 1 and ratio == arrays:
+            fanout, array_fanout_used = array_axis, True  # a level replicated once per array
+        elif not pe_fanout_used and ratio == per_array and (prev_instances == arrays if array_fanout_used
+                                                              else arrays == 1):
+            fanout, pe_fanout_used = pe_axes, True  # the PE axes of each array, under its per-array level
+            pe_level = len(outer_first)
+        elif not pe_fanout_used and not array_fanout_used and prev_instances == 1 and ratio == num_pes:
+            fanout, pe_fanout_used = pe_axes + array_axis, True  # every PE of every array, under a shared level
+            array_fanout_used = arrays > 1
             pe_level = len(outer_first)
         else:
             fanout = ((f"x{len(outer_first)}", ratio),)
@@ -210,9 +232,14 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
         levels_outer.append(Level(lv.name, lv.stores, lv.instances, lv.network_energy_pj_per_byte, below))
     mac_axes: list[tuple[str, int]] = []
     innermost = outer_first[-1].instances
+    pe_in_mac = False  # the PE axes head the MAC fanout
     if not pe_fanout_used:
         if innermost == 1:
+            mac_axes.extend(pe_axes + array_axis)
+            pe_in_mac = True
+        elif array_fanout_used and innermost == arrays:
             mac_axes.extend(pe_axes)
+            pe_in_mac = True
         elif num_pes % innermost == 0 and num_pes > innermost:
             mac_axes.append(("pe", num_pes // innermost))
     if acc.pe_array.macs_per_pe_per_cycle > 1:
@@ -222,10 +249,12 @@ def arch_from_accelerator(acc: Accelerator) -> MappingArch:
         return arch
     # the spatial slots the PE axes became: the fanout into the per-PE level, or the first MAC fanout axes
     slots = arch.slots()
+    names = {a for a, _ in pe_axes}
     if pe_fanout_used:
         level = len(outer_first) - 1 - pe_level  # innermost-first index of the per-PE level; its fanout is above it
-        pe_slots = {s.axis: k for k, s in enumerate(slots) if not s.mac and s.level == level + 1 and s.kind == SPATIAL}
-    elif innermost == 1:
+        pe_slots = {s.axis: k for k, s in enumerate(slots)
+                    if not s.mac and s.level == level + 1 and s.kind == SPATIAL and s.axis in names}
+    elif pe_in_mac:
         pe_slots = {s.axis: k for k, s in list(enumerate(slots))[:len(pe_axes)]}
     else:
         raise ValueError(f"accelerator '{acc.name}': PE-to-PE links need the PE-array axes as a fanout (a level "

@@ -146,7 +146,7 @@ def parse(doc: Mapping[str, Any], accelerator: Accelerator) -> FlexClass:
     if len(axes) != 2:
         raise InputError(f"Flexion's classes need a PE array with two axes (rows, columns); "
                          f"'{accelerator.name}' has {len(axes)}", path=_where(), expected="a two-axis PE array")
-    n = accelerator.pe_array.num_pes
+    n = accelerator.pe_array.pes_per_array  # shapes are one array's (a scale-out accelerator has several)
     code = str(doc["class"])
     bits = {a: code[i] == "1" for i, a in enumerate(AXES)}
     for axis in AXES:

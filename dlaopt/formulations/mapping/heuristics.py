@@ -44,7 +44,7 @@ from collections.abc import Mapping as MappingABC
 from dataclasses import dataclass, field
 from functools import cache
 
-from dlaopt.formulations.mapping.arch import SPATIAL, MappingArch, Slot, Store
+from dlaopt.formulations.mapping.arch import ARRAY_AXIS, SPATIAL, MappingArch, Slot, Store
 from dlaopt.formulations.mapping.cost import OBJECTIVES, evaluate_mapping, operand_roots
 from dlaopt.formulations.mapping.loopnest import LoopNest, divisors, prime_factors
 from dlaopt.formulations.mapping.mapping import Mapping, mapping_errors
@@ -793,6 +793,10 @@ def random_search(nest: LoopNest, arch: MappingArch, objective: str, *, samples:
 ELITE_RATIO = 0.05  # GAMMA's open-source defaults (maestro-project/gamma, src/GAMMA/gamma_env.py)
 PARENTS_RATIO = 0.15
 TILE_MUTATIONS = 3  # GAMMA's num_mu_loc: tile-mutation attempts per child, each with probability ``rates``
+GAMMA_OPERATORS: frozenset[str] = frozenset({"tile", "order", "parallel", "crossover", "growth"})
+"""GAMMA's operators by mapping axis (seed 001 §5.2.4): ``tile`` (mutate-tile on the temporal tile genes), ``order``
+(reorder), ``parallel`` (mutate-parallel, and mutate-tile's draws of parallel sizes), ``crossover`` (crossover_tile)
+and ``growth`` (growth/aging). :func:`gamma` runs with a subset of them for the ablations of Figs. 5.5 and 5.6."""
 
 
 @dataclass
@@ -952,13 +956,14 @@ class _Gamma:
         choices = [d for d in self.live if d != g.par[i][0]] or self.live
         g.par[i] = [self.rng.choice(choices), self.slots[self.pslots[i]].size]
 
-    def mutate_tile(self, g: Genome) -> None:
+    def mutate_tile(self, g: Genome, parallel: bool = True) -> None:
         """Mutation of a tile size: a random tile gene (or the size of an enabled parallel gene) gets a new value —
         half of the time a random divisor of the enclosing tile (GAMMA's mutate_tile bounds an inner mapper's tile by
         the outer one), otherwise the neighbouring divisor obtained by multiplying or dividing by one prime (GAMMA's
-        fine-tuning mutation)."""
+        fine-tuning mutation). Without ``parallel`` (the parallelism axis frozen) only temporal tile genes are
+        drawn."""
         n_tile = self.top * len(self.live)
-        pick = self.rng.randrange(n_tile + g.depth)
+        pick = self.rng.randrange(n_tile + (g.depth if parallel else 0))
         if pick >= n_tile:
             gene = g.par[pick - n_tile]
             size = self.slots[self.pslots[pick - n_tile]].size
@@ -996,19 +1001,26 @@ class _Gamma:
         else:
             g.depth -= 1
 
-    def offspring(self, parents: Sequence[Genome], count: int) -> list[Genome]:
+    def offspring(self, parents: Sequence[Genome], count: int,
+                  operators: frozenset[str] = GAMMA_OPERATORS) -> list[Genome]:
+        """``count`` children of random pairs of ``parents``: crossover, then each mutation with probability
+        ``rate``. Only the :data:`GAMMA_OPERATORS` in ``operators`` run (a disabled one draws no random number;
+        without crossover the children are copies of the two parents)."""
         children: list[Genome] = []
+        parallel = "parallel" in operators
         while len(children) < count:
             dad, mom = self.rng.choice(parents), self.rng.choice(parents)
-            for child in self.crossover(dad, mom):
-                if self.rng.random() < self.rate:
+            pair = self.crossover(dad, mom) if "crossover" in operators else (dad.copy(), mom.copy())
+            for child in pair:
+                if parallel and self.rng.random() < self.rate:
                     self.mutate_parallel(child)
-                for _ in range(TILE_MUTATIONS):
-                    if self.rng.random() < self.rate:
-                        self.mutate_tile(child)
-                if self.rng.random() < self.rate:
+                if "tile" in operators:
+                    for _ in range(TILE_MUTATIONS):
+                        if self.rng.random() < self.rate:
+                            self.mutate_tile(child, parallel)
+                if "order" in operators and self.rng.random() < self.rate:
                     self.reorder(child)
-                if self.rng.random() < self.rate:
+                if "growth" in operators and self.rng.random() < self.rate:
                     self.grow_or_age(child)
                 children.append(child)
         return children[:count]
@@ -1030,6 +1042,7 @@ def gamma(
     capacity_limits: Limits = None,
     initial: Sequence[Mapping] = (),
     trace: SearchTrace | None = None,
+    operators: Iterable[str] = GAMMA_OPERATORS,
 ) -> Mapping | None:
     """GAMMA (seed 001 Chapter 4): a genetic algorithm over :class:`Genome` individuals.
 
@@ -1049,6 +1062,10 @@ def gamma(
     one, :mod:`.reuse`): each structurally valid one is scored as given and encoded as one of the first individuals
     (up to ``population``), the rest of the population random as usual. Without ``initial`` the run is exactly the
     one above. ``trace`` records the best-so-far curve (:class:`SearchTrace`).
+
+    ``operators``: the :data:`GAMMA_OPERATORS` that breed children (all by default; seed 001 §5.2.4's ablations
+    run subsets, e.g. ``{"tile"}`` alone: orders and parallel genes then stay as initialized, see
+    :meth:`_Gamma.offspring`). The initialization and the ranking are the same for every subset.
 
     Departures from the seed, forced by dlaopt's fixed hierarchy or made for efficiency:
 
@@ -1074,6 +1091,10 @@ def gamma(
     _check_objective(objective)
     if population < 2:
         raise ValueError("the population needs at least two individuals")
+    ops = frozenset(operators)
+    if not ops <= GAMMA_OPERATORS:
+        raise ValueError(f"unknown GAMMA operator(s) {sorted(ops - GAMMA_OPERATORS)} (expected some of "
+                         f"{sorted(GAMMA_OPERATORS)})")
     rng = random.Random(seed)
     ev = Evaluator(nest, arch, objective, budget=evaluations, time_limit=time_limit, rules=rules, roots=roots,
                    capacity_limits=capacity_limits, trace=trace)
@@ -1117,7 +1138,7 @@ def gamma(
             continue
         parents = pop[: max(1, min(num_parents, valid))]
         elites, elite_fit = pop[: min(num_elites, valid)], fit[: min(num_elites, valid)]
-        children = ga.offspring(parents, population)
+        children = ga.offspring(parents, population, ops)
         pop = elites + children
         fit = elite_fit + score(children)
     return ev.best
@@ -1130,13 +1151,21 @@ class DataflowTemplate:
     :data:`MATMUL_ROLES`). ``axes[a]`` lists the dimensions the ``a``-th axis of the PE-array fanout takes, in turn,
     each at the largest divisor of what is left that fits what is left of the axis (a one-axis array takes all lists
     in turn); ``mac`` does the same for each MAC-fanout axis; ``order`` is the loop order of every level (outermost
-    first) and ``pe_order``, if set, that of the innermost level."""
+    first) and ``pe_order``, if set, that of the innermost level.
+
+    On a scale-out accelerator (identical PE arrays side by side, seed 001 Table 4.3's S3: the spatial axis
+    :data:`~dlaopt.hardware.model.ARRAY_AXIS`), each array runs the template on its own PE axes and MAC fanout,
+    and the axis across the arrays then takes ``array`` from what is left (by default output channels ``K``, or a
+    depthwise layer's groups ``G``; a matmul's ``N``): model parallelism as Simba splits a layer over its chiplets,
+    every array computing its own outputs with its own weights from the same multicast inputs, so no partial sum
+    crosses arrays."""
 
     axes: tuple[tuple[str, ...], ...]
     mac: tuple[str, ...]
     order: tuple[str, ...]
     pe_order: tuple[str, ...] | None = None
     spatial_matmul_roles: dict[str, str | None] | None = None  # matmul translation of ``axes`` (default: MATMUL_ROLES)
+    array: tuple[str, ...] = ("K", "G")  # the axis across identical PE arrays (translated as ``axes``)
 
 
 DATAFLOWS: dict[str, DataflowTemplate] = {
@@ -1162,7 +1191,8 @@ DATAFLOWS: dict[str, DataflowTemplate] = {
     # layer runs on one PE: low bandwidth, long latency (Fig. 7.6's LB column).
     "activation": DataflowTemplate(axes=(("P",), ("Q",)), mac=("K", "G", "C"),
                                    order=("N", "G", "K", "P", "Q", "C", "R", "S"),
-                                   spatial_matmul_roles={"N": "B", "P": "M", "Q": None, "K": None, "C": None}),
+                                   spatial_matmul_roles={"N": "B", "P": "M", "Q": None, "K": None, "C": None},
+                                   array=("N", "P")),  # across arrays too: batch, then output rows (tokens)
 }
 
 # a matmul (B, M, N, K) as a 1x1 convolution: batch N->B, output channels K->N, input channels C->K, output rows
@@ -1188,18 +1218,34 @@ def _fanout_groups(arch: MappingArch) -> list[list[int]]:
     return [groups[key] for key in sorted(groups, reverse=True)]
 
 
+def array_fanout(arch: MappingArch) -> list[int]:
+    """Slot indices of the axis across identical PE arrays (:data:`~dlaopt.hardware.model.ARRAY_AXIS`, a scale-out
+    accelerator's); empty on a single array."""
+    return [k for k, s in enumerate(arch.slots()) if s.kind == SPATIAL and s.axis == ARRAY_AXIS]
+
+
 def pe_array_fanout(arch: MappingArch) -> list[int]:
-    """Slot indices of the PE array's axes: the fanout with the most instances (the outermost on ties)."""
-    groups = _fanout_groups(arch)
+    """Slot indices of one PE array's axes: the fanout with the most instances (the outermost on ties), without the
+    axis across arrays (:func:`array_fanout`) and, when the PE axes are the MAC fanout (no level per PE), without
+    its trailing ALU axis ``mac`` (the template's ``mac`` list goes there)."""
+    across = set(array_fanout(arch))
+    slots = arch.slots()
+    groups = []
+    for g in _fanout_groups(arch):
+        kept = [k for k in g if k not in across]
+        if len(kept) > 1 and slots[kept[-1]].mac and slots[kept[-1]].axis == "mac":
+            kept.pop()
+        if kept:
+            groups.append(kept)
     if not groups:
         return []
-    slots = arch.slots()
     return max(groups, key=lambda g: math.prod(slots[k].size for k in g))
 
 
 def dataflow_mapping(nest: LoopNest, arch: MappingArch, name: str) -> Mapping:
     """The template ``name`` (:data:`DATAFLOWS`) with its spatial factors and every temporal factor at main memory
-    (structurally valid; capacity unchecked)."""
+    (structurally valid; capacity unchecked). Fill order: the PE axes, the MAC fanout, then the axis across arrays
+    (a scale-out accelerator's, see :class:`DataflowTemplate`)."""
     if name not in DATAFLOWS:
         raise ValueError(f"unknown dataflow '{name}' (expected one of {sorted(DATAFLOWS)})")
     tpl = DATAFLOWS[name]
@@ -1216,7 +1262,7 @@ def dataflow_mapping(nest: LoopNest, arch: MappingArch, name: str) -> Mapping:
             rest[d] //= f
             room //= f
 
-    pe = pe_array_fanout(arch)
+    pe, across = pe_array_fanout(arch), array_fanout(arch)
     lists = [_translate(nest, a, tpl.spatial_matmul_roles) for a in tpl.axes]
     if len(pe) == 1:
         fill(pe[0], [d for lst in lists for d in lst])
@@ -1224,8 +1270,10 @@ def dataflow_mapping(nest: LoopNest, arch: MappingArch, name: str) -> Mapping:
         for k, lst in zip(pe, lists, strict=False):
             fill(k, lst)
     for k, s in enumerate(slots):
-        if s.kind == SPATIAL and s.mac and k not in pe:
+        if s.kind == SPATIAL and s.mac and k not in pe and k not in across:
             fill(k, _translate(nest, tpl.mac, tpl.spatial_matmul_roles))
+    for k in across:
+        fill(k, _translate(nest, tpl.array, tpl.spatial_matmul_roles))
     for d in nest.dims:
         fs[d][top] = rest[d]
     order = _translate(nest, tpl.order)
@@ -1416,4 +1464,5 @@ __all__ = ["DATAFLOWS", "HEURISTICS", "MATMUL_ROLES", "DataflowTemplate", "Evalu
            "SpaceResult", "SpaceRules", "capacity_overflows", "checked_stores", "complete_mapping", "dataflow",
            "dataflow_mapping", "enumerate_factorizations", "enumerate_spatially_valid", "fit_capacity", "fits",
            "gamma", "greedy_tiles", "largest_divisor_at_most", "map_in_space", "mapping_key", "pe_array_fanout",
-           "random_orders", "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps"]
+           "random_orders", "random_search", "sample_factorization", "sample_factors", "sample_mapping", "slot_caps",
+           "GAMMA_OPERATORS", "array_fanout"]
