@@ -44,6 +44,7 @@ EXPERIMENTS: dict[str, str] = {
     "polyacc": "dlaopt.experiments.commands:polyacc",
     "scale-benchmark": "dlaopt.experiments.commands:scale_benchmark",
     "allocation-benchmark": "dlaopt.experiments.commands:allocation_benchmark",
+    "gamma": "dlaopt.experiments.commands:gamma",
 }
 
 

@@ -300,6 +300,28 @@ def gamma_accelerator(platform: str, *, system: str = "s1", arrays: int = 0, dra
         params={"dram_bytes_per_cycle": dram, "clock_mhz": clock, "system": system, "arrays": count})
 
 
+def gamma_array(platform: str, *, arrays: int = 0) -> Accelerator:
+    """One array of GAMMA's S3 system on ``platform`` as an accelerator of its own: ``N / arrays`` PEs as one flexible
+    array (S2-like), each with the platform's local buffer, and ``1 / arrays`` of the global buffer, of its
+    bandwidth and of the DRAM bandwidth (every array runs at once; ``arrays`` 0: the platform's default split).
+    Seed 001 §4.4.5's layer-wise pipeline gives every layer one such array (``dlaopt experiment gamma``'s Table 4.6)."""
+    if platform not in GAMMA_PLATFORMS:
+        raise ValueError(f"unknown GAMMA platform {platform!r} (expected edge or cloud)")
+    hw = GAMMA_PLATFORMS[platform]
+    count = hw["arrays"] if arrays == 0 else arrays
+    if count <= 0 or hw["pes"] % count:
+        raise ValueError(f"arrays must be a positive divisor of the platform's {hw['pes']} PEs, got {arrays}")
+    pes = hw["pes"] // count
+    glb = hw["global_bytes"] // count
+    return _spatial_accelerator(
+        f"gamma-{platform}-array", f"One of the {count} arrays of GAMMA's {platform} platform as S3 (seed 001, Tables "
+        f"4.2-4.3, §4.4.5's pipeline stage): {pes:,} PEs as one flexible array, {hw['local_bytes']} B local buffer "
+        f"per PE, {glb:,} B of the global buffer; Eyeriss normalised energies",
+        rows=1, cols=pes, axes=(("pes", pes),), local_bytes=hw["local_bytes"], global_bytes=glb,
+        global_bytes_per_cycle=hw["global_bytes_per_cycle"] / count, dram_bytes_per_cycle=hw["dram"] / count,
+        clock_mhz=hw["clock"], params={"platform": platform, "arrays": count, "pes": pes, "global_bytes": glb})
+
+
 @PRESETS.register("gamma-edge", "GAMMA edge platform (seed 001 Tables 4.2-4.3): 168 PEs, 512 B local, 108 KB global; "
                   "system s1 (12x14), s2 (flexible) or s3 (scale-out)")
 def gamma_edge(*, system: str = "s1", arrays: int = 0, dram_bytes_per_cycle: float = GAMMA_PLATFORMS["edge"]["dram"],
