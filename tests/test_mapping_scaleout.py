@@ -373,3 +373,18 @@ def test_files_with_bad_arrays_are_refused_at_their_key(tmp_path: Any, suffix: s
     with pytest.raises(InputError) as info:
         load_instance(path)
     assert info.value.path == ("hardware", "pe_array", "arrays"), str(info.value)
+
+
+def test_inline_hardware_documents_keep_the_arrays() -> None:
+    """An accelerator written out as an inline hardware document (as the PolyAcc experiment's case files) and read
+    back is the same scale-out accelerator; ``dlaopt show``'s summary reports its arrays."""
+    from dlaopt.cli.instances import _hardware_dict
+    from dlaopt.experiments.polyacc import hardware_doc
+
+    acc = PRESETS.create("gamma-edge", {"system": "s3"})
+    doc = {"problem": "mapping", "workload": {"zoo": "resnet18"}, "hardware": hardware_doc(acc)}
+    again = instance_from_dict(doc).hardware
+    assert again.pe_array == acc.pe_array and again.pe_array.arrays == 4
+    assert arch_from_accelerator(again) == arch_from_accelerator(acc)
+    shown = _hardware_dict(acc)["pe_array"]
+    assert (shown["arrays"], shown["num_pes"], shown["axes"]) == (4, 168, [["pes", 42]])

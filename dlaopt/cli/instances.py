@@ -53,7 +53,8 @@ def _hardware_dict(acc: Accelerator) -> dict[str, Any]:
         "name": acc.name,
         "description": acc.description,
         "clock_mhz": acc.clock_hz / 1e6,
-        "pe_array": {"axes": [list(a) for a in acc.pe_array.axes], "num_pes": acc.pe_array.num_pes,
+        "pe_array": {"axes": [list(a) for a in acc.pe_array.axes], "arrays": acc.pe_array.arrays,
+                     "num_pes": acc.pe_array.num_pes,
                      "peak_macs_per_cycle": acc.pe_array.peak_macs_per_cycle, "vector_lanes": acc.pe_array.lanes},
         "dma": {"bandwidth_bytes_per_cycle": acc.dma.bandwidth_bytes_per_cycle,
                 "latency_cycles": acc.dma.latency_cycles},
@@ -138,7 +139,8 @@ def _print_accelerator(out: Any, hw: dict[str, Any]) -> None:
     out.print(kv_table([
         ("name", hw["name"]),
         ("clock", f"{fmt(hw['clock_mhz'])} MHz"),
-        ("PE array", " x ".join(f"{n} {s}" for n, s in hw["pe_array"]["axes"])
+        ("PE array", (f"{hw['pe_array']['arrays']} arrays of " if hw["pe_array"]["arrays"] > 1 else "")
+         + " x ".join(f"{n} {s}" for n, s in hw["pe_array"]["axes"])
          + f" ({fmt(hw['pe_array']['peak_macs_per_cycle'])} MACs/cycle)"),
         ("DMA", f"{fmt(hw['dma']['bandwidth_bytes_per_cycle'])} B/cycle, latency "
                 f"{fmt(hw['dma']['latency_cycles'])} cycles"),

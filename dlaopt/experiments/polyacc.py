@@ -218,6 +218,8 @@ def hardware_doc(acc: Any) -> dict[str, Any]:
     pe: dict[str, Any] = {"axes": [[a, n] for a, n in acc.pe_array.axes]}
     if acc.pe_array.macs_per_pe_per_cycle != 1:
         pe["macs_per_pe_per_cycle"] = acc.pe_array.macs_per_pe_per_cycle
+    if acc.pe_array.arrays != 1:
+        pe["arrays"] = acc.pe_array.arrays
     if acc.pe_array.links:
         pe["links"] = [finite({"operand": lk.operand, "axes": list(lk.axes),
                                "energy_pj_per_byte": lk.energy_pj_per_byte,
