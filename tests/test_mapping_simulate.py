@@ -352,3 +352,22 @@ def test_invalid_mapping_is_rejected() -> None:
         simulate_mapping(nest, arch, broken)
     with pytest.raises(ValueError, match="tile identity"):
         simulate_mapping(nest, arch, m, tile_identity="bytes")  # type: ignore[arg-type]
+
+
+def test_linear_weight_is_shared_across_the_batch() -> None:
+    """A linear layer on a (B, M, K) input has one (K, N) weight: B is irrelevant to it (its whole footprint is
+    K x N, not B x K x N), and the cost model still matches the simulation of random mappings on every
+    architecture."""
+    nest = layer_from(lambda b, x: b.linear(x, 6), (3, 4, 4))
+    assert nest.sizes == {"B": 3, "M": 4, "N": 6, "K": 4}
+    assert "B" not in nest.operand("W").dims and "B" in nest.operand("I").dims and "B" in nest.operand("O").dims
+    assert nest.footprint("W", nest.sizes) == 4 * 6
+    for arch_name in sorted(ARCHS):
+        arch = ARCHS[arch_name]()
+        rng = random.Random(f"linear/{arch_name}")
+        for i in range(6):
+            m = random_mapping(nest, arch, rng)
+            report = evaluate_mapping(nest, arch, m, check_capacity=False)
+            assert_same(report, simulate_mapping(nest, arch, m), f"{arch_name} mapping {i}: {m}")
+    batched = layer_from(lambda b, x: b.matmul(x, b.input("w", (3, 4, 6))), (3, 4, 4))
+    assert "B" in batched.operand("W").dims and batched.footprint("W", batched.sizes) == 3 * 4 * 6

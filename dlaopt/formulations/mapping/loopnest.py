@@ -5,6 +5,8 @@ loop nest over named dimensions whose body is ``O[...] += I[...] * W[...]``. Eac
 projection ``sum(coef * dim)`` of the loop indices; a convolution input row is ``stride * P + dilation * R``, so the
 input tile of a ``p x r`` slice holds the rows ``{stride * i + dilation * j : i < p, j < r}`` (the sliding-window
 halo). :func:`coordinate_extent` counts that set exactly, also when ``stride > dilation * (r - 1) + 1`` leaves holes.
+A matmul ``O[B, M, N] += I[B, M, K] * W[B, K, N]`` drops ``B`` from an operand broadcast over the batch: a linear
+layer's weight ``W[K, N]`` applied to a ``(B, M, K)`` input is one weight, fetched once for all ``B``.
 
 Padding (an explicit option): a dimension may be rounded up to a multiple of a chosen value; the extra iterations are
 wasted work, counted by the cost model, and the input is assumed zero-padded accordingly.
@@ -172,8 +174,15 @@ def loopnest_from_operator(workload: Workload, op: Operator, padding: Mapping[st
         kind = "depthwise" if op.kind == OpKind.DEPTHWISE_CONV2D else "conv2d"
     else:
         dims = ("B", "M", "N", "K")
-        i = Operand("I", op.inputs[0], (_c("B"), _c("M"), _c("K")), in_bytes)
-        w = Operand("W", op.inputs[1], (_c("B"), _c("K"), _c("N")), w_bytes)
+
+        def batched(name: str) -> tuple[Coordinate, ...]:
+            # an operand broadcast over the batch (a linear layer's weight on a (B, M, K) input) does not vary
+            # with B: B is irrelevant to it (kept when B is 1, where it changes nothing)
+            shape = workload.tensors[name].shape
+            return (_c("B"),) if sizes["B"] == 1 or math.prod(shape[:-2]) > 1 else ()
+
+        i = Operand("I", op.inputs[0], (*batched(op.inputs[0]), _c("M"), _c("K")), in_bytes)
+        w = Operand("W", op.inputs[1], (*batched(op.inputs[1]), _c("K"), _c("N")), w_bytes)
         o = Operand("O", op.outputs[0], (_c("B"), _c("M"), _c("N")), out_bytes)
         kind = "matmul"
     return LoopNest(op.name, kind, dims, sizes, (i, w, o), real)
