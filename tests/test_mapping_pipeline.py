@@ -65,6 +65,8 @@ def test_two_stage_equals_brute_force(arch_name: str, caps: tuple[int, int] | No
         for row, p, lat in zip(res.rows, truth, least, strict=True):
             first, two = row.first, row.second
             assert first.status == Status.OPTIMAL and first.latency_cycles == pytest.approx(lat, rel=1e-9)
+            # stage I's tie-break: the least energy among the mappings at the layer's least latency
+            assert first.energy_pj == pytest.approx(min(e for la, e in p if la <= lat * (1 + 1e-12)), rel=1e-9)
             assert two.latency_cycles is not None and two.latency_cycles <= l_star
             under = [(la, e) for la, e in p if la <= l_star]
             if second == "energy":

@@ -134,12 +134,16 @@ def _figures(nest: LoopNest, arch: MappingArch, r: LayerExact, objective: str, t
 
 def two_stage(layers: Sequence[tuple[LoopNest, int]], arch: MappingArch, second: str, options: SolveOptions, *,
               solver: str = "highs", templates: Sequence[str] = TEMPLATES,
-              tuning: MappingABC[str, bool] | None = None, max_solves: int = 500) -> PipelineResult:
+              tuning: MappingABC[str, bool] | None = None, max_solves: int = 500,
+              tie_break: bool = True) -> PipelineResult:
     """Seed 001 §4.4.5's two stages on ``layers`` (unique layer shapes with how often each occurs, e.g.
     :func:`dlaopt.experiments.mapping.conv_layers`; equal shapes given twice are merged) mapped on ``arch``, one
     array instance per layer (see the module docstring). ``second``: ``"power"`` or ``"energy"``. ``options`` apply
     to every solve (one per unique shape and stage; its time limit is per solve). ``templates``: the dataflow
-    heuristics warm-starting stage I. ``tuning``: the power walk's levers (:func:`~.exact.solve_layer`)."""
+    heuristics warm-starting stage I. ``tuning``: the power walk's levers (:func:`~.exact.solve_layer`).
+    ``tie_break``: stage I keeps, among the mappings at a layer's least latency, one of least energy (an energy MILP
+    under that latency; GAMMA's stage I keeps whichever its search met), so that stage I's energy and power — and the
+    reductions stage II is measured by — do not depend on which of the tied mappings a solver happens to return."""
     from dlaopt.formulations.mapping.heuristics import HEURISTICS
 
     if second not in SECOND_OBJECTIVES:
@@ -157,7 +161,17 @@ def two_stage(layers: Sequence[tuple[LoopNest, int]], arch: MappingArch, second:
                 if (m := HEURISTICS[h](nest, arch, "latency", seed=options.seed, budget=None, time_limit=None))
                 is not None]
         r = solve_layer(nest, arch, "latency", warm=warm, options=options, solver=solver)
-        first.append(_figures(nest, arch, r, "latency", time.perf_counter() - ts))
+        f = _figures(nest, arch, r, "latency", time.perf_counter() - ts)
+        if tie_break and f.mapping is not None and f.latency_cycles is not None:
+            # many mappings share the least latency: the least energy among them makes stage I well defined
+            tie = solve_layer(nest, arch, "energy", warm=[f.mapping], options=options, solver=solver,
+                              latency_limit=f.latency_cycles)
+            g = _figures(nest, arch, tie, "energy", 0.0, fallback=f.mapping, limit=f.latency_cycles)
+            if g.mapping is not None and g.energy_pj is not None and f.energy_pj is not None \
+                    and g.energy_pj < f.energy_pj:
+                f = StageFigures(g.mapping, g.latency_cycles, g.energy_pj, g.power_mw, g.latency_cycles, f.bound,
+                                 f.status, time.perf_counter() - ts, f.solves + tie.solves, f.message)
+        first.append(f)
     lats = [f.latency_cycles for f in first]
     notes: list[str] = []
     if any(v is None for v in lats) or not lats:
