@@ -45,6 +45,7 @@ EXPERIMENTS: dict[str, str] = {
     "scale-benchmark": "dlaopt.experiments.commands:scale_benchmark",
     "allocation-benchmark": "dlaopt.experiments.commands:allocation_benchmark",
     "gamma": "dlaopt.experiments.commands:gamma",
+    "mapper-study": "dlaopt.experiments.commands:mapper_study",
 }
 
 
