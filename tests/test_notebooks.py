@@ -24,6 +24,7 @@ FINAL_LINES = {
     "systolic.ipynb": "systolic: OK",
     "codesign.ipynb": "codesign: OK",
     "fusion.ipynb": "fusion: OK",
+    "search.ipynb": "search: OK",
 }
 
 
