@@ -575,10 +575,8 @@ def gamma(out_dir: str, quick: bool, parts: str | None, platforms: str | None, s
     report = run_gamma(out_dir, quick=quick, parts=_csv(parts), platforms=_csv(platforms), systems=_csv(systems),
                        networks=_csv(networks), samples=samples, time_limit=time_limit,
                        total_time_limit=total_time_limit, workers=workers, seed=seed, progress=_progress(as_json))
-    if _print_json(as_json, report.summary):
-        return
-    click.echo(report.table)
-    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}")
+    if not _print_json(as_json, report.summary):
+        _echo_report(report)
 
 
 @click.command("mapper-study")
@@ -614,7 +612,5 @@ def mapper_study(out_dir: str, quick: bool, parts: str | None, workloads: str | 
     report = run_mapper_study(out_dir, quick=quick, parts=_csv(parts), workloads=_csv(workloads), samples=samples,
                               exact_time_limit=exact_time_limit, total_time_limit=total_time_limit, seed=seed,
                               progress=_progress(as_json))
-    if _print_json(as_json, report.summary):
-        return
-    click.echo(report.table)
-    click.echo(f"rows: {report.csv_path}\ntable: {report.markdown_path}")
+    if not _print_json(as_json, report.summary):
+        _echo_report(report)

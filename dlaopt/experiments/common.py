@@ -40,6 +40,24 @@ def experiment_scale(quick: Mapping[str, int], full: Mapping[str, int], use_full
     return scale
 
 
+def check_positive(**options: float | None) -> None:
+    """Every option given (not ``None``) must be positive; else a located error naming its command-line option
+    (``total_time_limit`` is ``--total-time-limit``)."""
+    for key, value in options.items():
+        if value is not None and not value > 0:
+            option = f"--{key.replace('_', '-')}"
+            raise InputError(f"{option} must be positive, got {value}", path=(option,), expected="a number > 0")
+
+
+def output_folder(out_dir: str | Path, log_name: str) -> tuple[Path, Path]:
+    """The output folder (created) and its log of finished rows ``log_name`` (emptied: a new run starts it)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / log_name
+    log.unlink(missing_ok=True)
+    return out, log
+
+
 def check_choices(values: Sequence[Any], allowed: Sequence[Any], option: str, what: str,
                   expected: str | None = None, show: Callable[[Any], str] = str) -> None:
     """Every value of command-line ``option`` must be one of ``allowed``; else a located error naming it."""

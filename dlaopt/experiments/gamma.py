@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlaopt.errors import InputError
-from dlaopt.experiments.common import ExperimentReport, check_choices, write_report
+from dlaopt.experiments.common import ExperimentReport, check_choices, check_positive, output_folder, write_report
 from dlaopt.formulations.mapping.arch import arch_from_accelerator
 from dlaopt.formulations.mapping.cost import evaluate_mapping
 from dlaopt.formulations.mapping.heuristics import HEURISTICS
@@ -334,19 +333,13 @@ def run_gamma(out_dir: str | Path = "results/gamma", *, quick: bool = False, par
     check_choices(parts, PARTS, "--parts", "part")
     check_choices(platforms, PLATFORMS, "--platforms", "platform")
     check_choices(systems, SYSTEMS, "--systems", "system")
-    for value, option in ((samples, "--samples"), (time_limit, "--time-limit"),
-                          (total_time_limit, "--total-time-limit")):
-        if value is not None and not value > 0:
-            raise InputError(f"{option} must be positive, got {value}", path=(option,), expected="a number > 0")
+    check_positive(samples=samples, time_limit=time_limit, total_time_limit=total_time_limit)
     if networks:
         check_choices(list(networks), ZOO.names(), "--networks", "network")
     scale = Scale(scale.label, scale.layers, samples or scale.samples, time_limit or scale.time_limit,
                   total_time_limit or scale.total_time_limit, tuple(networks or scale.table45_networks),
                   scale.pipeline_networks, scale.pipeline_platforms)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "gamma.jsonl"
-    log.unlink(missing_ok=True)
+    out, log = output_folder(out_dir, "gamma.jsonl")
     say = progress or (lambda _s: None)
     t0 = time.monotonic()
     deadline = t0 + scale.total_time_limit

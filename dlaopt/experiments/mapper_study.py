@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlaopt.errors import InputError
-from dlaopt.experiments.common import ExperimentReport, check_choices, write_report
+from dlaopt.experiments.common import ExperimentReport, check_choices, check_positive, output_folder, write_report
 from dlaopt.formulations.mapping.arch import MappingArch, arch_from_accelerator
 from dlaopt.formulations.mapping.exact import solve_layer
 from dlaopt.formulations.mapping.loopnest import LoopNest
@@ -168,17 +167,11 @@ def run_mapper_study(out_dir: str | Path = "results/mapper-study", *, quick: boo
     check_choices(parts, PARTS, "--parts", "part")
     if workloads:
         check_choices(list(workloads), FULL.workloads, "--workloads", "workload")
-    for value, option in ((samples, "--samples"), (exact_time_limit, "--exact-time-limit"),
-                          (total_time_limit, "--total-time-limit")):
-        if value is not None and not value > 0:
-            raise InputError(f"{option} must be positive, got {value}", path=(option,), expected="a number > 0")
+    check_positive(samples=samples, exact_time_limit=exact_time_limit, total_time_limit=total_time_limit)
     scale = Scale(scale.label, tuple(workloads or scale.workloads), int(samples or scale.samples),
                   exact_time_limit or scale.exact_time_limit, scale.surrogate_samples,
                   total_time_limit or scale.total_time_limit)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "mapper_study.jsonl"
-    log.unlink(missing_ok=True)
+    out, log = output_folder(out_dir, "mapper_study.jsonl")
     say = progress or (lambda _s: None)
     t0 = time.monotonic()
 
