@@ -49,7 +49,7 @@ def test_markdown_places_the_chapters_figures(report) -> None:
     out, rep = report
     md = (out / "gamma.md").read_text()
     gamma_edge_latency = TABLE45["shufflenet-v2"][("latency", "edge")][0]
-    assert f"({gamma_edge_latency:.3g})" in md  # Table 4.5's GAMMA figure next to dlaopt's
+    assert f"{gamma_edge_latency:.3g} (1.0x)" in md  # Table 4.5's GAMMA figure next to dlaopt's
     assert "-58 %" in md and "-95 %" in md  # Table 4.6's reductions (ResNet-18)
     pipes = json.loads((out / "gamma.json").read_text())["pipelines"]
     assert {p["second"] for p in pipes} == {"power", "energy"}

@@ -112,6 +112,13 @@ def network_layers(network: str, kinds: Sequence[str] | None = None) -> list[tup
     return out
 
 
+def compute_bound(network: str, platform: str) -> float:
+    """The network's MACs (every mappable layer, at its real size) over the platform's PEs: a lower bound on its
+    latency in cycles on that platform (one MAC per PE per cycle), whatever the mapping."""
+    pes = PRESETS.create(f"gamma-{platform}", {}).pe_array.peak_macs_per_cycle
+    return sum(n.real_macs * c for n, c in network_layers(network)) / pes
+
+
 def _platform_accelerator(platform: str, system: str) -> Any:
     return PRESETS.create(f"gamma-{platform}", {"system": system})
 
@@ -274,19 +281,25 @@ def markdown(scale: Scale, summary: Sequence[Mapping[str, Any]], pipelines: Sequ
     t45 = [s for s in summary if s["part"] == "table45"]
     if t45:
         lines += ["## End to end on S3 (Table 4.5)", "",
-                  "Latency in cycles, energy in nJ; each cell is dlaopt's figure (the chapter's in brackets).", "",
-                  "| network | objective | platform | proven | exact | GAMMA | NVDLA-like | Eyeriss-like | "
-                  "ShiDianNao-like |", "|" + "---|" * 9]
+                  "Latency in cycles, energy in nJ. Each method's cell is dlaopt's total and, in brackets, its "
+                  "multiple of the optimum; the chapter's cells give its figure and its multiple of GAMMA's. The "
+                  "chapter's energies (MAESTRO's scale) and dlaopt's (Eyeriss' normalised scale) differ in unit, so "
+                  "compare multiples. 'bound' is the compute bound, the network's MACs over the platform's PEs: no "
+                  "mapping on these PEs (one MAC per PE per cycle) is faster.", "",
+                  "| network | objective | platform | proven | exact | bound | GAMMA | NVDLA-like | Eyeriss-like | "
+                  "ShiDianNao-like | chapter: GAMMA | NVDLA-like | Eyeriss-like | ShiDianNao-like |", "|" + "---|" * 14]
         for s in t45:
             scale_by = 1e-3 if s["objective"] == "energy" else 1.0
             pub = TABLE45.get(s["network"], {}).get((s["objective"], s["platform"]))
-            cells = []
-            for i, m in enumerate(("gamma", *DATAFLOWS)):
-                v = s.get(m)
-                cells.append(("-" if v is None else f"{v * scale_by:.3g}") + (f" ({pub[i]:.3g})" if pub else ""))
             ex = s.get("exact")
+            cells = [("-" if ex is None else f"{ex * scale_by:.3g}"),
+                     f"{compute_bound(s['network'], s['platform']):.3g}" if s["objective"] == "latency" else ""]
+            for m in ("gamma", *DATAFLOWS):
+                v = s.get(m)
+                cells.append("-" if v is None else f"{v * scale_by:.3g}" + (f" ({v / ex:.2f}x)" if ex else ""))
+            cells += [f"{p:.3g} ({p / pub[0]:.1f}x)" for p in pub] if pub else ["-"] * 4
             lines.append(f"| {s['network']} | {s['objective']} | {s['platform']} | {s['proven']}/{s['done']} | "
-                         f"{'-' if ex is None else f'{ex * scale_by:.3g}'} | " + " | ".join(cells) + " |")
+                         + " | ".join(cells) + " |")
         lines.append("")
     if pipelines:
         lines += ["## Two-stage pipeline (Table 4.6)", "",
