@@ -202,7 +202,8 @@ def run_mapper_study(out_dir: str | Path = "results/mapper-study", *, quick: boo
                "samples": trace.samples, "seconds": round(trace.seconds, 3), **_within_cells(trace, refv)}
         rows.append(row)
         append_records(log, [row])
-        curves[f"{part}|{workload}|{accel}|{mapper}"] = {"points": trace.points, "reference": refv}
+        curves[f"{part}|{workload}|{accel}|{mapper}"] = {"points": trace.points, "reference": refv,
+                                                         "end": [trace.samples, trace.seconds]}
         say(f"{part} {workload} {accel} {mapper}: EDP {value:.4g}" + (f" ({row['ratio']:.3f}x the optimum)"
                                                                      if row["ratio"] else ""))
 

@@ -35,6 +35,7 @@ def plot_gamma_settings(totals: Sequence[Mapping[str, Any]]) -> Figure:
             continue
         labels = [f"{t['platform']} {t['system'].upper()}" for t in group]
         width = 0.8 / len(GAMMA_METHODS)
+        top = max((t.get(f"{m}_vs_exact") or 1.0 for t in group for m, _ in GAMMA_METHODS), default=1.0)
         for i, (m, label) in enumerate(GAMMA_METHODS):
             ys = [t.get(f"{m}_vs_exact") for t in group]
             xs = [j + (i - (len(GAMMA_METHODS) - 1) / 2) * width for j in range(len(group))]
@@ -44,8 +45,11 @@ def plot_gamma_settings(totals: Sequence[Mapping[str, Any]]) -> Figure:
         ax.axhline(1.0, color="black", linewidth=1.2, label="proven optimum")
         ax.set_xticks(range(len(group)), labels)
         ax.set_ylabel(f"{objective} / optimum")
-        ax.set_yscale("log")
-        log_axis(ax)
+        if top > 10:  # several decades: a log axis; within one, a linear one keeps its labels
+            ax.set_yscale("log")
+            log_axis(ax)
+        else:
+            ax.set_ylim(0.0, top * 1.08)
         ax.legend(fontsize=8, ncols=3)
     set_titles(fig, "ResNet-18 on GAMMA's platforms: search and fixed dataflows against the proven optimum",
                "seed 001 Figs. 4.4-4.5; network totals, layers weighted by occurrence")
@@ -70,6 +74,9 @@ def _draw_curves(ax: Any, runs: Mapping[str, Mapping[str, Any]], axis: int, xlab
             continue
         xs = [p[axis] for p in pts]
         ys = [p[2] for p in pts]
+        if c.get("end") is not None and c["end"][axis] > xs[-1]:  # the curve stays flat until the search stopped
+            xs.append(c["end"][axis])
+            ys.append(ys[-1])
         ax.step(xs, ys, where="post", color=colour(i), label=mapper)
     if reference:
         ax.axhline(reference, color="black", linewidth=1.2, linestyle="--", label="optimum")
@@ -126,7 +133,11 @@ def plot_orders(study: Mapping[str, Any]) -> Figure:
     ax.bar(range(len(classes)), [c["value"] / best for c in classes], color=colour(0))
     for i, c in enumerate(classes):
         ax.text(i, c["value"] / best, f"{c['count']:,}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(classes)), [f"class {i + 1}" for i in range(len(classes))])
+    # label each class by the levels whose innermost loops tell the classes apart (and what they keep stationary)
+    levels = [lv for lv in classes[0]["innermost"] if len({tuple(c["innermost"][lv]) for c in classes}) > 1]
+    labels = ["\n".join(f"{lv}: ..{''.join(c['innermost'][lv])} ({''.join(c['stationary'][lv]) or '-'} stat.)"
+                        for lv in levels) or f"class {i + 1}" for i, c in enumerate(classes)]
+    ax.set_xticks(range(len(classes)), labels, fontsize=8)
     ax.set_ylabel("EDP / best order's")
     set_titles(fig, f"Loop orders of the optimum of {study['workload']} on {study['accelerator']} (seed 001 Fig. 5.7)",
                f"{study['orders']:,} orders, {study['distinct']} EDP values (bar labels: orders per value)")
